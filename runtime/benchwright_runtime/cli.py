@@ -1,0 +1,84 @@
+"""Entry points for ``benchwright up`` and ``benchwright serve``."""
+
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+
+from rich.console import Console
+
+from benchwright_shared.settings import Settings
+from benchwright_runtime.host import SERVICES, ServiceHost
+from benchwright_runtime.nats_server import EmbeddedNats
+
+console = Console(stderr=True)
+
+
+def _settings(data_dir: Path | None, port: int | None) -> Settings:
+    overrides: dict[str, object] = {}
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir.expanduser().resolve()
+    if port is not None:
+        overrides["gateway_port"] = port
+    return Settings(**overrides)  # type: ignore[arg-type]
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def run_embedded(settings: Settings, *, ready_file: Path | None = None) -> None:
+    """Everything in one process: a private nats-server, SQLite stores, all services."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    nats: EmbeddedNats | None = None
+    if not settings.nats_url:
+        nats = EmbeddedNats(settings.data_dir)
+        await nats.start()
+        settings = settings.model_copy(update={"nats_url": nats.url})
+    host = ServiceHost(settings, list(SERVICES), label="embedded")
+    try:
+        await host.start()
+        creds = host.service("gateway").ensure_admin_token()  # type: ignore[attr-defined]
+        console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
+        console.print(f"  data:  {settings.data_dir}")
+        console.print(f"  token: saved to {creds}")
+        if ready_file:
+            ready_file.write_text(settings.gateway_url)
+        await _until_signalled()
+        console.print("shutting down…")
+    finally:
+        await host.stop()
+        if nats:
+            nats.stop()
+
+
+def up(data_dir: Path | None = None, port: int | None = None) -> None:
+    """``benchwright up``: the embedded platform, until Ctrl-C or SIGTERM."""
+    logging.basicConfig(level=os.environ.get("BW_LOG_LEVEL", "WARNING"))
+    ready = os.environ.get("BW_READY_FILE")
+    asyncio.run(run_embedded(_settings(data_dir, port), ready_file=Path(ready) if ready else None))
+
+
+async def run_one(settings: Settings, service: str) -> None:
+    if not settings.nats_url:
+        raise SystemExit("serve needs BW_NATS_URL (and BW_DATABASE_URL for production)")
+    host = ServiceHost(settings, [service], label=service)
+    try:
+        await host.start()
+        console.print(f"[bold green]{service}[/] serving on {settings.nats_url}")
+        await _until_signalled()
+    finally:
+        await host.stop()
+
+
+def serve(service: str) -> None:
+    """``benchwright serve <service>``: one service, external NATS and database."""
+    if service not in SERVICES:
+        raise SystemExit(f"unknown service {service!r}; known: {', '.join(SERVICES)}")
+    logging.basicConfig(level=os.environ.get("BW_LOG_LEVEL", "WARNING"))
+    asyncio.run(run_one(Settings(), service))

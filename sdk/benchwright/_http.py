@@ -1,0 +1,174 @@
+"""The synchronous transport: auth, retries, error mapping and SSE.
+
+Requests are sent with absolute URLs and per-request headers, so an injected
+``httpx.Client`` needs no Benchwright-specific configuration (tests pass one built on
+``httpx.MockTransport``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from ._config import ClientConfig
+from ._errors import APIConnectionError, APITimeoutError, error_from_response
+from ._retry import RetryPolicy, is_retry_safe, never_sent
+from ._version import __version__
+
+__all__ = ["DEFAULT_TIMEOUT", "SyncHTTP", "base_headers", "connection_error"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+# The gateway pings idle streams, so a silent minute means the connection is dead.
+STREAM_TIMEOUT = httpx.Timeout(60.0, connect=10.0, read=120.0)
+
+Params = Mapping[str, str | int | float | bool | None]
+
+
+def base_headers(config: ClientConfig) -> dict[str, str]:
+    """Headers every request carries."""
+    return {
+        "Authorization": f"Bearer {config.api_key}",
+        "User-Agent": f"benchwright-python/{__version__}",
+        "Accept": "application/json",
+    }
+
+
+def connection_error(exc: httpx.TransportError, url: str) -> APIConnectionError:
+    """Translate an httpx transport failure into the SDK's exception."""
+    if isinstance(exc, httpx.TimeoutException):
+        return APITimeoutError(f"request to {url} timed out ({exc})", request=_request_of(exc))
+    return APIConnectionError(f"could not reach {url}: {exc}", request=_request_of(exc))
+
+
+def _request_of(exc: httpx.TransportError) -> httpx.Request | None:
+    try:
+        return exc.request
+    except RuntimeError:  # httpx raises when the error was built without a request
+        return None
+
+
+def clean_params(params: Params | None) -> dict[str, str | int | float]:
+    """Drop unset query parameters and spell booleans the way the API expects."""
+    out: dict[str, str | int | float] = {}
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else value
+    return out
+
+
+class SyncHTTP:
+    """Sends requests to one Benchwright server with retries and typed errors."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self.config = config
+        self.policy = RetryPolicy(max_retries=max_retries)
+        self._timeout = DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
+        self._client = http_client or httpx.Client(timeout=self._timeout)
+        self._owns_client = http_client is None
+        # An attribute rather than a direct call so tests can skip the waiting.
+        self.sleep: Callable[[float], None] = time.sleep
+
+    def url(self, path: str) -> str:
+        """The absolute URL of an API path."""
+        return f"{self.config.base_url}{path}"
+
+    def close(self) -> None:
+        """Close the underlying connection pool if this object created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        retry_safe: bool | None = None,
+    ) -> Any:
+        """Send a request and return its decoded JSON body (``None`` when empty).
+
+        Connection failures, 429 and 5xx are retried with backoff when repeating the
+        request is harmless: idempotent methods, and POSTs carrying an
+        ``Idempotency-Key`` (the same key goes out on every attempt).
+        """
+        merged = httpx.Headers(base_headers(self.config))
+        merged.update(headers or {})
+        safe = is_retry_safe(method, merged) if retry_safe is None else retry_safe
+        url = self.url(path)
+        query = clean_params(params)
+        attempt = 0
+        while True:
+            try:
+                response = self._client.request(
+                    method, url, params=query, json=json, headers=merged, timeout=self._timeout
+                )
+            except httpx.TransportError as exc:
+                if attempt < self.policy.max_retries and (safe or never_sent(exc)):
+                    self.sleep(self.policy.delay(attempt))
+                    attempt += 1
+                    continue
+                raise connection_error(exc, url) from exc
+            if response.is_success:
+                return response.json() if response.content else None
+            # 429 means the request was turned away unprocessed, so it is safe to repeat.
+            if (
+                attempt < self.policy.max_retries
+                and self.policy.retryable_status(response.status_code)
+                and (safe or response.status_code == 429)
+            ):
+                self.sleep(self.policy.delay(attempt, response))
+                attempt += 1
+                continue
+            raise error_from_response(response)
+
+    def sse(
+        self,
+        path: str,
+        *,
+        params: Params | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Iterator[ServerSentEvent]:
+        """Open a Server-Sent Events stream and yield its events until it ends.
+
+        Failing to connect is retried like a GET; a connection that breaks mid-stream
+        raises :class:`APIConnectionError` for the caller to resume from.
+        """
+        merged = httpx.Headers(base_headers(self.config))
+        merged.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
+        merged.update(headers or {})
+        url = self.url(path)
+        query = clean_params(params)
+        attempt = 0
+        while True:
+            try:
+                with self._client.stream(
+                    "GET", url, params=query, headers=merged, timeout=STREAM_TIMEOUT
+                ) as response:
+                    if response.is_success:
+                        yield from EventSource(response).iter_sse()
+                        return
+                    response.read()
+                    if attempt < self.policy.max_retries and self.policy.retryable_status(
+                        response.status_code
+                    ):
+                        delay = self.policy.delay(attempt, response)
+                    else:
+                        raise error_from_response(response)
+            except httpx.TransportError as exc:
+                raise connection_error(exc, url) from exc
+            self.sleep(delay)
+            attempt += 1

@@ -1,0 +1,245 @@
+"""Typed views of the API's response bodies.
+
+Every model allows extra fields: the server adds fields over time and an older SDK must
+keep working (and keep exposing them as attributes) rather than fail validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, PrivateAttr
+from pydantic_core import CoreSchema, core_schema
+
+__all__ = [
+    "AttrDict",
+    "BenchmarkRef",
+    "EventList",
+    "Money",
+    "ProjectionRebuild",
+    "Run",
+    "RunCost",
+    "RunEvent",
+    "RunLinks",
+    "RunList",
+    "SubsetRef",
+    "SutRef",
+    "TaskList",
+    "TaskPayload",
+    "TaskRow",
+    "TaskSummary",
+]
+
+
+class AttrDict(dict[str, Any]):
+    """A ``dict`` whose keys are also attributes, recursively (``evt.data.phase``).
+
+    Event payloads vary by event type, so they stay free-form; this keeps them
+    convenient without pretending to a schema.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _wrap(self[name])
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, key: str) -> Any:
+        return _wrap(super().__getitem__(key))
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        """Validate as a plain ``dict[str, Any]`` and wrap the result."""
+        return core_schema.no_info_after_validator_function(cls, handler(dict[str, Any]))
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict) and not isinstance(value, AttrDict):
+        return AttrDict(value)
+    if isinstance(value, list):
+        return [_wrap(item) for item in value]
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Money(_Model):
+    """An amount of money in minor units."""
+
+    amount_cents: int = 0
+    currency: str = "USD"
+
+
+class RunCost(_Model):
+    """A run's cost, broken down by what incurred it."""
+
+    model: Money | None = None
+    sandbox: Money | None = None
+    driver: Money | None = None
+    incurred: Money | None = None
+    billed: Money | None = None
+
+
+class SutRef(_Model):
+    """The system under test (the API's ``model`` field)."""
+
+    model: str
+    provider: str
+    api_base: str | None = None
+
+
+class BenchmarkRef(_Model):
+    """The benchmark a run was launched against."""
+
+    id: str
+    name: str | None = None
+
+
+class SubsetRef(_Model):
+    """The benchmark subset a run was launched against."""
+
+    id: str
+    slug: str | None = None
+
+
+class RunLinks(_Model):
+    """Related URLs of a run; ``dashboard`` is the one meant for humans."""
+
+    self_: str | None = Field(default=None, alias="self")
+    tasks: str | None = None
+    events: str | None = None
+    stream: str | None = None
+    dashboard: str | None = None
+
+
+class Run(_Model):
+    """One pipeline execution, as projected from its event log."""
+
+    id: str
+    object: str = "run"
+    status: str
+    display_status: str | None = None
+    halted: bool = False
+    halt_reason: str | None = None
+    model: SutRef | None = None
+    benchmark: BenchmarkRef | None = None
+    subset: SubsetRef | None = None
+    impl_id: str | None = None
+    phase: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    cost: RunCost = Field(default_factory=RunCost)
+    summary: AttrDict | None = None
+    links: RunLinks = Field(default_factory=RunLinks)
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the run has stopped changing status."""
+        return self.status != "running"
+
+
+class RunList(_Model):
+    """One page of runs."""
+
+    object: str = "list"
+    data: list[Run] = Field(default_factory=list)
+    next_page_token: str | None = None
+
+
+class TaskSummary(_Model):
+    """Aggregate results over all of a run's tasks (not just the returned page)."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    pass_rate: float | None = None
+    duration_ms_p50: float | None = None
+    duration_ms_p95: float | None = None
+
+
+class TaskRow(_Model):
+    """A slim per-task result; the full input/output lives behind ``TaskList.payload``."""
+
+    id: str
+    task_id: str
+    index: int | None = None
+    invocation: int | None = None
+    score: float | None = None
+    outcome: str | None = None
+    output_preview: str | None = None
+    error_type: str | None = None
+    duration_ms: int | None = None
+
+
+class TaskPayload(_Model):
+    """A task's full input, expected answer, model output and scoring detail."""
+
+    id: str
+    task_id: str
+    input: Any = None
+    expected: Any = None
+    output: Any = None
+    score: float | None = None
+    score_meta: AttrDict = Field(default_factory=AttrDict)
+    error: Any = None
+
+
+class TaskList(_Model):
+    """One page of a run's task rows plus the run-wide summary."""
+
+    object: str = "list"
+    summary: TaskSummary = Field(default_factory=TaskSummary)
+    data: list[TaskRow] = Field(default_factory=list)
+    next_page_token: str | None = None
+    _fetch_payload: Callable[[str], TaskPayload] | None = PrivateAttr(default=None)
+
+    def bind(self, fetch_payload: Callable[[str], TaskPayload]) -> TaskList:
+        """Attach the callable ``payload`` uses; the client does this for you."""
+        self._fetch_payload = fetch_payload
+        return self
+
+    def payload(self, row_id: str) -> TaskPayload:
+        """Fetch the full payload of one of this run's task rows (by its row ``id``)."""
+        if self._fetch_payload is None:
+            raise RuntimeError("this TaskList is not bound to a client")
+        return self._fetch_payload(row_id)
+
+
+class RunEvent(_Model):
+    """One entry of a run's event log; ``data`` varies with ``type``."""
+
+    run_id: str
+    seq: int
+    type: str
+    ts: datetime | None = None
+    data: AttrDict = Field(default_factory=AttrDict)
+
+
+class EventList(_Model):
+    """One page of a run's event log."""
+
+    object: str = "list"
+    data: list[RunEvent] = Field(default_factory=list)
+    has_more: bool = False
+    next_after_seq: int | None = None
+
+
+class ProjectionRebuild(_Model):
+    """The outcome of replaying the event log into a projection."""
+
+    projection: str
+    applied: int
+    digest: str | None = None
+    before_digest: str | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        """Whether the rebuilt projection is identical to the one it replaced."""
+        return self.digest is not None and self.digest == self.before_digest

@@ -1,0 +1,45 @@
+"""``benchwright up`` / ``serve``: thin launchers for the optional server package.
+
+The server lives in ``benchwright_runtime`` (the ``server`` extra). It is imported only
+when one of these commands runs, so the SDK stays installable without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+
+__all__ = ["serve", "up"]
+
+_RUNTIME_MODULE = "benchwright_runtime.cli"
+_INSTALL_HINT = "install the server: pip install 'benchwright[server]'"
+
+
+def _runtime() -> ModuleType:
+    try:
+        return importlib.import_module(_RUNTIME_MODULE)
+    except ImportError:
+        typer.echo(_INSTALL_HINT, err=True)
+        raise typer.Exit(2) from None
+
+
+def up(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Where the server keeps its state (default ~/.benchwright)."),
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="The gateway's port.")] = None,
+) -> None:
+    """Start a local Benchwright server and write credentials for this CLI and the SDK."""
+    _runtime().up(data_dir=data_dir, port=port)
+
+
+def serve(
+    service: Annotated[str, typer.Argument(help="The service to run, e.g. gateway.")],
+) -> None:
+    """Run one Benchwright service in the foreground."""
+    _runtime().serve(service)

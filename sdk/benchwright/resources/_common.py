@@ -1,0 +1,94 @@
+"""Request building and response parsing shared by the sync and async resources."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from httpx_sse import ServerSentEvent
+
+from .._models import RunEvent
+
+__all__ = [
+    "LAUNCH_PASSTHROUGH",
+    "launch_body",
+    "new_idempotency_key",
+    "parse_sse_event",
+    "path_id",
+    "types_param",
+]
+
+# Launch fields the SDK forwards untouched; the server validates them.
+LAUNCH_PASSTHROUGH = (
+    "request",
+    "replay",
+    "driver",
+    "harness",
+    "compute",
+    "limits",
+    "trials",
+    "constraints",
+    "hints",
+    "phase_models",
+)
+
+
+def path_id(value: str) -> str:
+    """Quote an id for use as one path segment, so ``/`` or ``?`` cannot escape it."""
+    return quote(value, safe="")
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for a launch whose caller did not supply one."""
+    return str(uuid.uuid4())
+
+
+def launch_body(
+    *,
+    benchmark: str | None,
+    subset: str | None,
+    impl: str | None,
+    sut: Mapping[str, Any] | None,
+    metadata: Mapping[str, Any] | None,
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The ``POST /v1/runs`` body: every given field, unset ones left out."""
+    body: dict[str, Any] = {}
+    named = {
+        "benchmark": benchmark,
+        "subset": subset,
+        "impl": impl,
+        "sut": dict(sut) if sut is not None else None,
+        "metadata": dict(metadata) if metadata is not None else None,
+    }
+    for key, value in {**named, **extra}.items():
+        if value is not None:
+            body[key] = value
+    return body
+
+
+def types_param(types: str | Iterable[str] | None) -> str | None:
+    """Event type filters travel as one comma-separated parameter."""
+    if types is None or isinstance(types, str):
+        return types
+    return ",".join(types)
+
+
+def parse_sse_event(run_id: str, sse: ServerSentEvent) -> RunEvent | None:
+    """Turn one SSE message into a :class:`RunEvent` (``None`` for keep-alives)."""
+    if not sse.data.strip():
+        return None
+    payload = json.loads(sse.data)
+    if isinstance(payload, dict) and "seq" in payload and "type" in payload:
+        return RunEvent.model_validate(payload)
+    # Tolerate a server that sends only the event's data, with type and seq in the
+    # SSE envelope; the envelope is authoritative either way.
+    if not sse.event or not sse.id:
+        return None
+    data = payload if isinstance(payload, dict) else {"value": payload}
+    return RunEvent.model_validate(
+        {"run_id": run_id, "seq": int(sse.id), "type": sse.event, "data": data}
+    )

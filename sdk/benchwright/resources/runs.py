@@ -1,0 +1,178 @@
+"""``bw.runs``: launch runs, read them back, and follow their event logs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .._errors import APIConnectionError, WaitTimeoutError
+from .._http import SyncHTTP
+from .._models import EventList, Run, RunEvent, RunList, TaskList, TaskPayload, TaskRow
+from ._common import (
+    launch_body,
+    new_idempotency_key,
+    parse_sse_event,
+    path_id,
+    types_param,
+)
+
+__all__ = ["Runs"]
+
+
+class Runs:
+    """Operations on runs; reach it as ``Benchwright().runs``."""
+
+    def __init__(self, http: SyncHTTP) -> None:
+        self._http = http
+
+    def launch(
+        self,
+        request: str | None = None,
+        *,
+        benchmark: str | None = None,
+        subset: str | None = None,
+        impl: str | None = None,
+        sut: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        replay: Mapping[str, Any] | None = None,
+        driver: Any = None,
+        harness: str | None = None,
+        compute: str | None = None,
+        limits: Mapping[str, Any] | None = None,
+        trials: Mapping[str, Any] | None = None,
+        constraints: Any = None,
+        hints: Any = None,
+        phase_models: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> Run:
+        """Launch a run and return it as created (usually still ``running``).
+
+        ``sut`` is the model under test, ``{"model": ..., "provider": ...}``. Every field
+        is forwarded as given and validated by the server. Without an
+        ``idempotency_key`` one is generated, so the SDK's own retries can never launch
+        (and bill) the same run twice; pass your own to make *your* retries safe too.
+        """
+        passthrough = {
+            "request": request,
+            "replay": replay,
+            "driver": driver,
+            "harness": harness,
+            "compute": compute,
+            "limits": limits,
+            "trials": trials,
+            "constraints": constraints,
+            "hints": hints,
+            "phase_models": phase_models,
+        }
+        body = launch_body(
+            benchmark=benchmark,
+            subset=subset,
+            impl=impl,
+            sut=sut,
+            metadata=metadata,
+            extra={**passthrough, **extra},
+        )
+        key = idempotency_key or new_idempotency_key()
+        data = self._http.request("POST", "/v1/runs", json=body, headers={"Idempotency-Key": key})
+        return Run.model_validate(data)
+
+    def get(self, run_id: str) -> Run:
+        """Fetch one run."""
+        return Run.model_validate(self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+
+    def list(
+        self, limit: int = 50, status: str | None = None, page_token: str | None = None
+    ) -> RunList:
+        """One page of runs, newest first; pass ``next_page_token`` on for the next."""
+        params = {"limit": limit, "status": status, "page_token": page_token}
+        return RunList.model_validate(self._http.request("GET", "/v1/runs", params=params))
+
+    def wait(self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0) -> Run:
+        """Poll until the run is no longer ``running`` and return it.
+
+        Raises :class:`~benchwright.WaitTimeoutError` (a ``TimeoutError``) after
+        ``timeout`` seconds; the run itself carries on.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            run = self.get(run_id)
+            if run.is_terminal:
+                return run
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise WaitTimeoutError(run_id, timeout or 0.0, run.status)
+                self._http.sleep(min(poll_interval, remaining))
+            else:
+                self._http.sleep(poll_interval)
+
+    def stream(self, run_id: str) -> Iterator[RunEvent]:
+        """Yield the run's events live, from the start, until the run is terminal.
+
+        A dropped connection is resumed (``Last-Event-ID``) up to ``max_retries`` times
+        in a row; events already yielded are never yielded again.
+        """
+        last_seq = -1
+        failures = 0
+        path = f"/v1/runs/{path_id(run_id)}/stream"
+        while True:
+            headers = {"Last-Event-ID": str(last_seq)} if last_seq >= 0 else None
+            try:
+                for sse in self._http.sse(path, headers=headers):
+                    event = parse_sse_event(run_id, sse)
+                    # A resumed stream may replay from the start if the server ignores
+                    # Last-Event-ID; seq is monotonic, so skipping old ones is exact.
+                    if event is None or event.seq <= last_seq:
+                        continue
+                    last_seq = event.seq
+                    failures = 0
+                    yield event
+                return
+            except APIConnectionError:
+                if failures >= self._http.policy.max_retries:
+                    raise
+                self._http.sleep(self._http.policy.delay(failures))
+                failures += 1
+
+    def events(
+        self,
+        run_id: str,
+        after_seq: int | None = None,
+        types: str | Iterable[str] | None = None,
+        limit: int = 500,
+    ) -> EventList:
+        """One page of the run's event log, oldest first, after ``after_seq``."""
+        params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
+        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/events", params=params)
+        return EventList.model_validate(data)
+
+    def tasks(
+        self,
+        run_id: str,
+        passed: bool | None = None,
+        limit: int = 100,
+        page_token: str | None = None,
+    ) -> TaskList:
+        """One page of task rows plus the run-wide summary; ``.payload(id)`` fetches one."""
+        params = {"passed": passed, "limit": limit, "page_token": page_token}
+        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/tasks", params=params)
+        return TaskList.model_validate(data).bind(lambda row_id: self.payload(run_id, row_id))
+
+    def iter_tasks(
+        self, run_id: str, passed: bool | None = None, page_size: int = 100
+    ) -> Iterator[TaskRow]:
+        """Yield every task row of the run, fetching pages as needed."""
+        token: str | None = None
+        while True:
+            page = self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+            yield from page.data
+            token = page.next_page_token
+            if not token:
+                return
+
+    def payload(self, run_id: str, row_id: str) -> TaskPayload:
+        """The full input, expected answer and output of one task row."""
+        path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
+        return TaskPayload.model_validate(self._http.request("GET", path))

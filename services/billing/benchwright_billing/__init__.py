@@ -1,0 +1,1 @@
+"""Benchwright billing service."""

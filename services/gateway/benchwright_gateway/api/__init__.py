@@ -1,0 +1,1 @@
+"""The public ``/v1`` HTTP API."""

@@ -1,0 +1,94 @@
+"""Every error leaves as RFC 9457 ``application/problem+json``, naming the field at fault."""
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class ProblemError(Exception):
+    """Raise to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail or title)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.field = field
+        self.code = code
+        self.headers = headers
+
+
+def problem_response(
+    status: int,
+    title: str,
+    detail: str | None = None,
+    *,
+    field: str | None = None,
+    code: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status}
+    if detail:
+        body["detail"] = detail
+    if field:
+        body["field"] = field
+    if code:
+        body["code"] = code
+    if extra:
+        body.update(extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    # ("body", "sut", "model") -> "sut.model"; the leading location says nothing useful.
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or str(loc[-1] if loc else "")
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ProblemError)
+    async def on_problem(_: Request, exc: ProblemError) -> JSONResponse:
+        return problem_response(
+            exc.status, exc.title, exc.detail, field=exc.field, code=exc.code, headers=exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        field = _field_path(tuple(first.get("loc", ())))
+        message = str(first.get("msg", "invalid value"))
+        if first.get("type") == "extra_forbidden":
+            message = f"unknown field {field!r}"
+        return problem_response(
+            400,
+            "invalid request",
+            f"{field}: {message}" if field else message,
+            field=field or None,
+            code="invalid_argument",
+            extra={
+                "errors": [
+                    {"field": _field_path(tuple(e.get("loc", ()))), "message": str(e.get("msg"))}
+                    for e in errors
+                ]
+            },
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return problem_response(exc.status_code, str(exc.detail))

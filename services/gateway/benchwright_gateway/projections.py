@@ -1,0 +1,180 @@
+"""The gateway's read models: runs and their task rows, built from the run log.
+
+Updates are order-insensitive where JetStream may reorder (redelivery): a
+run's terminal status is never overwritten by an earlier event, and task rows
+are upserts keyed on (run, invocation, index).
+"""
+
+import json
+from typing import Any
+
+from benchwright_shared.projection import Projection, ViewCursor
+
+OUTPUT_PREVIEW_CHARS = 200
+
+
+class RunsProjection(Projection):
+    name = "runs"
+    tables = {
+        "runs": (
+            "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
+            "phase TEXT, benchmark_id TEXT, benchmark_name TEXT, subset_id TEXT, "
+            "subset_slug TEXT, impl_id TEXT, model TEXT NOT NULL, metadata TEXT, "
+            "created_at TEXT, finished_at TEXT, summary TEXT, error_type TEXT, detail TEXT, "
+            "selected_tasks INTEGER, last_seq INTEGER NOT NULL DEFAULT 0, "
+            "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT"
+        ),
+        "tasks": (
+            "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
+            "task_id TEXT NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
+            "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
+            "trial_scores TEXT, PRIMARY KEY (run_id, invocation, idx)"
+        ),
+    }
+    indexes = ("runs(account, created_at)", "tasks(run_id, outcome)")
+
+    def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(cur, message["run_id"], message.get("data", {}), message)
+        if kind != "RunLaunched":
+            cur.execute(
+                f"UPDATE {cur.table('runs')} SET last_seq = ? WHERE run_id = ? AND last_seq < ?",
+                [message.get("seq", 0), message["run_id"], message.get("seq", 0)],
+            )
+
+    def _on_RunLaunched(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"INSERT INTO {cur.table('runs')} (run_id, account, status, benchmark_id, "
+            "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+            [
+                run_id, d["account"], d["benchmark_id"], d["benchmark_name"], d["subset_id"],
+                d["subset_slug"], d.get("impl_id"), json.dumps(d["sut"]),
+                json.dumps(d.get("metadata") or {}), m["ts"],
+            ],
+        )
+
+    def _on_PhaseStarted(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET phase = ? WHERE run_id = ? AND status = 'running'",
+            [d["phase"], run_id],
+        )
+
+    def _on_DatasetTasksArtifact(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET selected_tasks = ? WHERE run_id = ?",
+            [d["selected_tasks"], run_id],
+        )
+
+    def _on_SetupArtifact(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET impl_id = ? WHERE run_id = ?", [d["impl_id"], run_id]
+        )
+
+    def _on_MaterializeTaskResult(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, output, "
+            "error_type, error, duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id, invocation, idx) DO UPDATE SET output = excluded.output, "
+            "error_type = excluded.error_type, error = excluded.error, "
+            "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta",
+            [
+                run_id, d.get("invocation", 1), d["index"], d["task_id"], d.get("output"),
+                d.get("error_type"), d.get("error"), d.get("duration_ms", 0),
+                json.dumps(d.get("score_meta") or {}),
+            ],
+        )
+
+    def _on_MaterializeTaskAggregated(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, score, outcome, "
+            "trial_scores) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
+            "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
+            "trial_scores = excluded.trial_scores",
+            [
+                run_id, d.get("invocation", 1), d["index"], d["task_id"], d.get("score"),
+                d["outcome"], json.dumps(d.get("trial_scores") or []),
+            ],
+        )
+
+    def _on_PipelineFinished(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET status = ?, phase = NULL, finished_at = ?, "
+            "summary = ?, error_type = ?, detail = ? WHERE run_id = ?",
+            [
+                d["status"], m["ts"], json.dumps(d.get("summary") or {}), d.get("error_type"),
+                d.get("detail"), run_id,
+            ],
+        )
+
+
+# -- queries ---------------------------------------------------------------------------
+def get_run(cur: ViewCursor, run_id: str) -> dict[str, Any] | None:
+    cur.execute(f"SELECT * FROM {cur.table('runs')} WHERE run_id = ?", [run_id])
+    return cur.fetchone()
+
+
+def list_runs(
+    cur: ViewCursor, account: str, *, limit: int, before: str | None, status: str | None
+) -> list[dict[str, Any]]:
+    sql = f"SELECT * FROM {cur.table('runs')} WHERE account = ?"
+    params: list[Any] = [account]
+    if status:
+        sql += " AND status = ?"
+        params.append(status)
+    if before:
+        sql += " AND (created_at || run_id) < ?"
+        params.append(before)
+    sql += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
+    params.append(limit)
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+def list_tasks(
+    cur: ViewCursor,
+    run_id: str,
+    *,
+    outcomes: tuple[str, ...] | None,
+    after: tuple[int, int] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    sql = f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ? AND outcome IS NOT NULL"
+    params: list[Any] = [run_id]
+    if outcomes:
+        sql += f" AND outcome IN ({', '.join('?' for _ in outcomes)})"
+        params.extend(outcomes)
+    if after:
+        sql += " AND (invocation > ? OR (invocation = ? AND idx > ?))"
+        params.extend([after[0], after[0], after[1]])
+    sql += " ORDER BY invocation, idx LIMIT ?"
+    params.append(limit)
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+def task_outcomes(cur: ViewCursor, run_id: str) -> list[tuple[str, int]]:
+    """(outcome, duration_ms) of every settled task of the run's latest sweep."""
+    cur.execute(
+        f"SELECT outcome, duration_ms FROM {cur.table('tasks')} WHERE run_id = ? "
+        f"AND outcome IS NOT NULL AND invocation = (SELECT MAX(invocation) FROM "
+        f"{cur.table('tasks')} WHERE run_id = ?)",
+        [run_id, run_id],
+    )
+    return [(r["outcome"], int(r["duration_ms"] or 0)) for r in cur.fetchall()]
+
+
+def get_task(cur: ViewCursor, run_id: str, invocation: int, index: int) -> dict[str, Any] | None:
+    cur.execute(
+        f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ? AND invocation = ? AND idx = ?",
+        [run_id, invocation, index],
+    )
+    return cur.fetchone()
+
+
+def preview(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= OUTPUT_PREVIEW_CHARS else text[: OUTPUT_PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,1 @@
+"""Benchwright orchestrator service."""

@@ -1,0 +1,48 @@
+"""Assembles the orchestrator: store, relay, handlers. No work at import time."""
+
+from dataclasses import dataclass, field
+
+from faststream.nats import NatsBroker, NatsRouter
+
+from benchwright_shared import subjects
+from benchwright_shared.bus import jetstream
+from benchwright_shared.relay import Relay
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore, eventsourcing_env
+from benchwright_orchestrator import handlers
+from benchwright_orchestrator.application import RunsApplication, translate_notification
+from benchwright_orchestrator.runner import Orchestrator
+
+
+@dataclass
+class OrchestratorService:
+    settings: Settings
+    name: str = "orchestrator"
+    router: NatsRouter = field(default_factory=NatsRouter)
+
+    def __post_init__(self) -> None:
+        self.store = BlockingStore(self.name)
+        self.app = RunsApplication(env=eventsourcing_env(self.settings, self.name))
+        self.relay = Relay(
+            service=self.name,
+            app=self.app,
+            store=self.store,
+            translate=translate_notification,
+            stream=subjects.RUNS_STREAM,
+        )
+        self.orchestrator = Orchestrator(self.settings, self.app, self.store, self.relay)
+        handlers.register(self.router, self.orchestrator, max_deliver=self.settings.max_deliver)
+
+    async def start(self, broker: NatsBroker) -> None:
+        await self.relay.start(jetstream(broker))
+        await self.orchestrator.start(broker)
+
+    async def stop(self) -> None:
+        await self.orchestrator.stop()
+        await self.relay.stop()
+        self.app.close()
+        self.store.close()
+
+
+def build(settings: Settings) -> OrchestratorService:
+    return OrchestratorService(settings)

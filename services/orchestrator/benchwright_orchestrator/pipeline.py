@@ -1,0 +1,333 @@
+"""The pipeline that drives one run through its phases.
+
+Pinned mode runs Fetch, Setup, Attach, Materialize and Report. Each phase is
+bracketed by ``PhaseStarted`` and ``PhaseCompleted``/``PhaseFailed`` in the
+run's log; work that other services own (sandboxes, the model proxy) is asked
+for with a command and awaited as the reply event.
+"""
+
+import asyncio
+import json
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from faststream.nats import NatsBroker
+
+from benchwright_shared.bus import ask, send_command
+from benchwright_shared.contracts import (
+    AttachModel,
+    Contract,
+    CreateSandbox,
+    DetachModel,
+    GetImpl,
+    GetSubsetRows,
+    ImplCode,
+    KillSandbox,
+    ModelAttached,
+    RunTasks,
+    SandboxCommandFailed,
+    SandboxCreated,
+    SandboxFile,
+    SandboxKilled,
+    SandboxTaskResults,
+    SandboxTasksFinished,
+    SubsetRows,
+    SutRef,
+    TaskSpec,
+)
+from benchwright_shared.hashing import canonical_json, sha256_hex
+from benchwright_shared.relay import Relay
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore
+from benchwright_orchestrator.application import RunsApplication
+from benchwright_orchestrator.domain import Run, aggregate_any_pass, summarize
+from benchwright_orchestrator.replies import Replies
+
+PINNED_PHASES = ["fetch", "setup", "attach", "materialize", "report"]
+COMMAND_TIMEOUT_S = 120.0
+
+
+class PhaseError(Exception):
+    """A phase could not finish; ``error_type`` names why."""
+
+    def __init__(self, error_type: str, detail: str) -> None:
+        super().__init__(detail)
+        self.error_type = error_type
+        self.detail = detail
+
+
+@dataclass
+class PipelineDeps:
+    app: RunsApplication
+    store: BlockingStore
+    relay: Relay
+    broker: NatsBroker
+    replies: Replies
+    settings: Settings
+
+
+@dataclass
+class _State:
+    subset_rows: SubsetRows | None = None
+    selected: list[int] = field(default_factory=list)
+    impl: ImplCode | None = None
+    sandbox_id: str | None = None
+    model: ModelAttached | None = None
+    outcomes: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+
+class RunPipeline:
+    """Drives one run; the only writer of its aggregate while it runs."""
+
+    def __init__(self, deps: PipelineDeps, run: Run) -> None:
+        self.deps = deps
+        self.run = run
+        self.state = _State()
+
+    # -- plumbing -------------------------------------------------------------------
+    async def save(self) -> None:
+        await self.deps.store.run(self.deps.app.save, self.run)
+        self.deps.relay.wake()
+
+    def _command_id(self) -> str:
+        return str(uuid.uuid4())
+
+    async def _request(self, command: Contract, timeout: float = COMMAND_TIMEOUT_S) -> Contract:
+        command_id: str = command.command_id  # type: ignore[attr-defined]
+        queue = self.deps.replies.expect(command_id)
+        try:
+            await send_command(self.deps.broker, command)
+            reply = await asyncio.wait_for(queue.get(), timeout)
+        except TimeoutError:
+            raise PhaseError("timeout", f"no reply to {type(command).__name__}") from None
+        finally:
+            self.deps.replies.forget(command_id)
+        if isinstance(reply, SandboxCommandFailed):
+            raise PhaseError(reply.error_type, reply.detail)
+        return reply
+
+    # -- the run --------------------------------------------------------------------
+    async def execute(self) -> None:
+        started = time.monotonic()
+        self.run.start_pipeline(PINNED_PHASES)
+        await self.save()
+        error: PhaseError | None = None
+        try:
+            for phase in PINNED_PHASES:
+                await self._phase(phase, getattr(self, f"_{phase}"))
+        except PhaseError as exc:
+            error = exc
+        finally:
+            await self._teardown()
+        summary = summarize(list(self.state.outcomes.values()))
+        self.run.finish(
+            status="error" if error else "ok",
+            duration_ms=int((time.monotonic() - started) * 1000),
+            summary=summary,
+            error_type=error.error_type if error else None,
+            detail=error.detail if error else None,
+        )
+        await self.save()
+
+    async def _phase(self, phase: str, work: Callable[[], Awaitable[None]]) -> None:
+        self.run.start_phase(phase)
+        await self.save()
+        started = time.monotonic()
+        try:
+            await work()
+        except Exception as exc:
+            error = exc if isinstance(exc, PhaseError) else PhaseError(type(exc).__name__, str(exc))
+            self.run.fail_phase(
+                phase=phase,
+                error_type=error.error_type,
+                detail=error.detail,
+                stack_trace="".join(traceback.format_exception(exc))[-8000:],
+            )
+            await self.save()
+            raise error from exc
+        self.run.complete_phase(phase=phase, duration_ms=int((time.monotonic() - started) * 1000))
+        await self.save()
+
+    # -- phases ---------------------------------------------------------------------
+    async def _fetch(self) -> None:
+        rows = await ask(
+            self.deps.broker, GetSubsetRows(subset_id=self.run.subset_id, limit=0), SubsetRows
+        )
+        if rows.problem:
+            raise PhaseError("dataset_unavailable", rows.problem.detail or rows.problem.title)
+        total = rows.total
+        selected = total if self.run.limit is None else min(total, self.run.limit)
+        self.state.subset_rows = rows
+        self.state.selected = list(range(selected))
+        self.run.dataset_tasks(
+            benchmark_id=self.run.benchmark_id,
+            subset_id=self.run.subset_id,
+            total_tasks=total,
+            selected_tasks=selected,
+            content_sha256=rows.content_sha256 or "",
+            selection={"kind": "first_n", "limit": self.run.limit},
+        )
+
+    async def _setup(self) -> None:
+        if not self.run.impl_id:
+            raise PhaseError("no_impl", "this benchmark has no scorer to run in pinned mode")
+        impl = await ask(self.deps.broker, GetImpl(impl_id=self.run.impl_id), ImplCode)
+        if impl.problem:
+            raise PhaseError("impl_unavailable", impl.problem.detail or impl.problem.title)
+        self.state.impl = impl
+        rows = self.state.subset_rows
+        assert rows is not None
+        reply = await self._request(
+            CreateSandbox(
+                command_id=self._command_id(),
+                run_id=self.run.run_id,
+                role="work",
+                backend="local",
+                files=[
+                    SandboxFile(path="task_impl.py", content=impl.code),
+                    SandboxFile(path="tasks.jsonl", bucket=rows.bucket, object_name=rows.object_name),
+                ],
+            )
+        )
+        assert isinstance(reply, SandboxCreated)
+        self.state.sandbox_id = reply.sandbox_id
+        self.run.sandbox_created(
+            sandbox_id=reply.sandbox_id, backend=reply.backend, metadata=reply.metadata
+        )
+        self.run.setup_done(impl_id=impl.impl_id, impl_sha256=impl.sha256)
+
+    async def _attach(self) -> None:
+        reply = await self._request(
+            AttachModel(
+                command_id=self._command_id(),
+                run_id=self.run.run_id,
+                account=self.run.account,
+                sut=SutRef.model_validate(self.run.sut),
+            )
+        )
+        assert isinstance(reply, ModelAttached)
+        self.state.model = reply
+        self.run.model_proxy(
+            model_id=reply.model_id,
+            litellm_config_yaml=reply.litellm_config_yaml,
+            proxy_url=reply.proxy_url,
+        )
+
+    async def _materialize(self) -> None:
+        model, sandbox_id = self.state.model, self.state.sandbox_id
+        assert model is not None and sandbox_id is not None
+        invocation = self.run.invocations["materialize"]
+        command = RunTasks(
+            command_id=self._command_id(),
+            run_id=self.run.run_id,
+            sandbox_id=sandbox_id,
+            tasks=[TaskSpec(index=i) for i in self.state.selected],
+            concurrency=self.deps.settings.task_concurrency,
+            timeout_s=self.deps.settings.task_timeout_s,
+            env={
+                "BW_MODEL_PROXY_URL": model.proxy_url,
+                "BW_MODEL_MODEL": model.model_id,
+                "BW_MODEL_PROXY_KEY": model.proxy_key,
+            },
+        )
+        queue = self.deps.replies.expect(command.command_id)
+        # Silence longer than one task's ceiling means the sandbox is gone.
+        idle_timeout = self.deps.settings.task_timeout_s + 60
+        try:
+            await send_command(self.deps.broker, command)
+            while True:
+                try:
+                    reply = await asyncio.wait_for(queue.get(), idle_timeout)
+                except TimeoutError:
+                    raise PhaseError("timeout", "the sandbox stopped reporting results") from None
+                if isinstance(reply, SandboxTaskResults):
+                    self._record_results(reply, invocation)
+                    await self.save()
+                elif isinstance(reply, SandboxTasksFinished):
+                    if reply.error_type:
+                        raise PhaseError(reply.error_type, reply.detail or "")
+                    return
+                elif isinstance(reply, SandboxCommandFailed):
+                    raise PhaseError(reply.error_type, reply.detail)
+        finally:
+            self.deps.replies.forget(command.command_id)
+
+    def _record_results(self, batch: SandboxTaskResults, invocation: int) -> None:
+        for r in batch.results:
+            if r.index in self.state.outcomes:
+                continue  # a repeated batch: each task is recorded once
+            self.run.task_result(
+                task_id=r.task_id,
+                index=r.index,
+                invocation=invocation,
+                trial=r.trial,
+                score=r.score,
+                score_meta=r.score_meta,
+                outcome=r.outcome,
+                output=r.output,
+                error_type=r.error_type,
+                error=r.error,
+                duration_ms=r.duration_ms,
+            )
+            score, outcome = aggregate_any_pass([r.score])
+            self.run.task_aggregated(
+                task_id=r.task_id,
+                index=r.index,
+                invocation=invocation,
+                score=score,
+                outcome=outcome,
+                trial_scores=[r.score],
+                aggregator="any_pass",
+            )
+            self.state.outcomes[r.index] = (outcome, r.duration_ms)
+
+    async def _report(self) -> None:
+        summary = summarize(list(self.state.outcomes.values()))
+        report: dict[str, Any] = {
+            "run_id": self.run.run_id,
+            "benchmark_id": self.run.benchmark_id,
+            "subset_id": self.run.subset_id,
+            "impl_id": self.run.impl_id,
+            "model": self.run.sut,
+            "summary": summary,
+        }
+        content = json.dumps(report, indent=2, sort_keys=True)
+        self.run.report_file(
+            name="report.json",
+            media_type="application/json",
+            content=content,
+            sha256=sha256_hex(canonical_json(report)),
+        )
+
+    async def _teardown(self) -> None:
+        """Kill the work sandbox and revoke the run's model key, whatever happened."""
+        if self.state.sandbox_id:
+            try:
+                reply = await self._request(
+                    KillSandbox(
+                        command_id=self._command_id(),
+                        run_id=self.run.run_id,
+                        sandbox_id=self.state.sandbox_id,
+                        reason="run_finished",
+                    ),
+                    timeout=30,
+                )
+                if isinstance(reply, SandboxKilled):
+                    self.run.sandbox_killed(
+                        sandbox_id=reply.sandbox_id,
+                        backend=reply.backend,
+                        reason=reply.reason,
+                        duration_ms=reply.duration_ms,
+                        cost_micros=reply.cost_micros,
+                        metadata=reply.metadata,
+                    )
+            except PhaseError:
+                pass  # the sandbox-manager reaps orphans; the run still finishes
+        if self.state.model:
+            await send_command(
+                self.deps.broker, DetachModel(command_id=self._command_id(), run_id=self.run.run_id)
+            )

@@ -1,0 +1,1 @@
+"""Benchwright proxy service."""

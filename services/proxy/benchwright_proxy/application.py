@@ -1,0 +1,66 @@
+"""The proxy's application: attach and detach runs, check keys."""
+
+import uuid
+from typing import Any
+
+import yaml
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import RecordConflictError
+
+from benchwright_shared.contracts import SutRef
+from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, new_key, parse_key
+
+
+def model_id_for(sut: SutRef) -> str:
+    return f"{sut.provider}/{sut.model}"
+
+
+def litellm_config_yaml(sut: SutRef) -> str:
+    """The proxy's configuration for this model, frozen into ``ModelProxyArtifact``."""
+    params: dict[str, Any] = {"model": model_id_for(sut)}
+    if sut.api_base:
+        params["api_base"] = sut.api_base
+    config = {"model_list": [{"model_name": model_id_for(sut), "litellm_params": params}]}
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+class ProxyApplication(Application[uuid.UUID]):
+    name = "proxy"
+
+    def attach(self, run_id: str, account: str, sut: SutRef) -> tuple[ModelBinding, str]:
+        """Bind ``run_id`` to ``sut``; returns (binding, key). A repeat issues a fresh key."""
+        key, key_hash = new_key(run_id)
+        binding = ModelBinding(
+            run_id=run_id,
+            account=account,
+            sut=sut.model_dump(),
+            key_hash=key_hash,
+            model_id=model_id_for(sut),
+        )
+        try:
+            self.save(binding)
+        except RecordConflictError:
+            binding = self.repository.get(ModelBinding.create_id(run_id))
+            binding.issue_key(key_hash)
+            self.save(binding)
+        return binding, key
+
+    def detach(self, run_id: str) -> None:
+        try:
+            binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
+        except (AggregateNotFoundError, ValueError):
+            return
+        if binding.active:
+            binding.detach()
+            self.save(binding)
+
+    def authenticate(self, key: str) -> ModelBinding:
+        """The binding a key opens; raises ``InvalidProxyKeyError``."""
+        run_id, secret = parse_key(key)
+        try:
+            binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
+        except AggregateNotFoundError:
+            raise InvalidProxyKeyError("unknown run") from None
+        if not binding.accepts(secret):
+            raise InvalidProxyKeyError("key revoked or wrong")
+        return binding

@@ -1,0 +1,75 @@
+"""Model bindings: which run may call which model, under which fake key.
+
+A run's proxy key is ``bw_proxy_<run hex>.<secret>``; only a hash of the
+secret is stored, and a key is checked against the binding of the run it
+names. Detaching a run revokes its key.
+"""
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from typing import Any
+
+from eventsourcing.domain import Aggregate, event
+
+KEY_PREFIX = "bw_proxy_"
+
+
+class BindingError(Exception):
+    pass
+
+
+class InvalidProxyKeyError(BindingError):
+    pass
+
+
+def new_key(run_id: str) -> tuple[str, str]:
+    """A fresh key for ``run_id`` and the hash to store."""
+    secret = secrets.token_urlsafe(24)
+    return f"{KEY_PREFIX}{uuid.UUID(run_id).hex}.{secret}", hash_secret(secret)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    """(run_id, secret) from a proxy key; raises ``InvalidProxyKeyError``."""
+    if not key.startswith(KEY_PREFIX) or "." not in key:
+        raise InvalidProxyKeyError("not a Benchwright proxy key")
+    run_hex, secret = key.removeprefix(KEY_PREFIX).split(".", 1)
+    try:
+        return str(uuid.UUID(hex=run_hex)), secret
+    except ValueError:
+        raise InvalidProxyKeyError("malformed proxy key") from None
+
+
+class ModelBinding(Aggregate):
+    @staticmethod
+    def create_id(run_id: str) -> uuid.UUID:
+        return uuid.UUID(run_id)
+
+    @event("Attached")
+    def __init__(
+        self, run_id: str, account: str, sut: dict[str, Any], key_hash: str, model_id: str
+    ) -> None:
+        self.run_id = run_id
+        self.account = account
+        self.sut = sut
+        self.key_hash = key_hash
+        self.model_id = model_id
+        self.active = True
+
+    @event("KeyIssued")
+    def issue_key(self, key_hash: str) -> None:
+        """Replace the key (a repeated attach): the old one stops working."""
+        self.key_hash = key_hash
+        self.active = True
+
+    @event("Detached")
+    def detach(self) -> None:
+        self.active = False
+
+    def accepts(self, secret: str) -> bool:
+        return self.active and hmac.compare_digest(self.key_hash, hash_secret(secret))

@@ -1,0 +1,76 @@
+"""Model providers, looked up by name.
+
+A provider turns an OpenAI-shaped chat request into a call to the real model
+and returns an OpenAI-shaped response with ``usage``. Heavy providers (LiteLLM,
+llama.cpp) are imported only when a run names them.
+"""
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from benchwright_shared.contracts import SutRef
+from benchwright_shared.settings import Settings
+
+
+class ProviderError(Exception):
+    """The upstream failed; ``status`` is what the proxy answers with."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class Provider(Protocol):
+    name: str
+
+    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a chat completion request; return the OpenAI-shaped response."""
+
+    def cost_micros(self, sut: SutRef, usage: dict[str, Any]) -> int:
+        """What the call cost, in micro-dollars."""
+
+    async def close(self) -> None: ...
+
+
+ProviderFactory = Callable[[Settings], Provider]
+
+
+def _openai_compatible(settings: Settings) -> Provider:
+    from benchwright_proxy.providers.openai_compatible import OpenAICompatibleProvider
+
+    return OpenAICompatibleProvider()
+
+
+def _litellm(settings: Settings) -> Provider:
+    from benchwright_proxy.providers.litellm_provider import LiteLLMProvider
+
+    return LiteLLMProvider(settings)
+
+
+def _local(settings: Settings) -> Provider:
+    from benchwright_proxy.providers.local import LocalModelProvider
+
+    return LocalModelProvider(settings)
+
+
+PROVIDERS: dict[str, ProviderFactory] = {
+    "openai_compatible": _openai_compatible,
+    "openrouter": _litellm,
+    "together": _litellm,
+    "local": _local,
+}
+
+# Names a user may give for a server they run themselves; all speak OpenAI's API.
+SELF_HOSTED = {"openai_compatible", "vllm", "ollama", "llamacpp", "openai"}
+
+
+def provider_key(sut: SutRef) -> str:
+    """Which registered provider serves ``sut``: an ``api_base`` means a direct call."""
+    if sut.api_base:
+        return "openai_compatible"
+    return sut.provider
+
+
+def known_provider(sut: SutRef) -> bool:
+    return provider_key(sut) in PROVIDERS

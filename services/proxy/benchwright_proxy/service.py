@@ -1,0 +1,103 @@
+"""The proxy's moving parts: bindings, the HTTP endpoint, usage reporting."""
+
+import asyncio
+import contextlib
+import logging
+
+import uvicorn
+from faststream.nats import NatsBroker
+
+from benchwright_shared.bus import publish_event
+from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, ModelUsageRecorded
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore
+from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
+from benchwright_proxy.domain import ModelBinding
+from benchwright_proxy.http import ProviderPool, build_http_app
+from benchwright_proxy.providers import ProviderError, known_provider
+
+log = logging.getLogger(__name__)
+
+
+class ProxyRuntime:
+    def __init__(self, settings: Settings, app: ProxyApplication, store: BlockingStore) -> None:
+        self.settings = settings
+        self.app = app
+        self.store = store
+        self.pool = ProviderPool(settings)
+        self.broker: NatsBroker | None = None
+        self._usage: asyncio.Queue[ModelUsageRecorded] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._server: uvicorn.Server | None = None
+        self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
+
+    async def authenticate(self, key: str) -> ModelBinding:
+        return await self.store.run(self.app.authenticate, key)
+
+    async def attach(self, command: AttachModel) -> None:
+        assert self.broker is not None
+        if not known_provider(command.sut):
+            raise ProviderError(400, f"unknown provider {command.sut.provider!r}")
+        binding, key = await self.store.run(
+            self.app.attach, command.run_id, command.account, command.sut
+        )
+        reply = ModelAttached(
+            command_id=command.command_id,
+            run_id=command.run_id,
+            proxy_url=self.url,
+            proxy_key=key,
+            model_id=binding.model_id,
+            litellm_config_yaml=litellm_config_yaml(command.sut),
+        )
+        await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
+
+    async def detach(self, command: DetachModel) -> None:
+        await self.store.run(self.app.detach, command.run_id)
+
+    def record_usage(self, usage: ModelUsageRecorded) -> None:
+        self._usage.put_nowait(usage)
+
+    async def _publish_usage(self) -> None:
+        assert self.broker is not None
+        while True:
+            usage = await self._usage.get()
+            try:
+                await publish_event(self.broker, usage, msg_id=usage.call_id)
+            except Exception:
+                log.exception("could not publish model usage; will retry")
+                await asyncio.sleep(1)
+                self._usage.put_nowait(usage)
+
+    async def start(self, broker: NatsBroker) -> None:
+        self.broker = broker
+        self._tasks.append(asyncio.create_task(self._publish_usage(), name="proxy-usage"))
+        http_app = build_http_app(self.pool, self.authenticate, self.record_usage)
+        config = uvicorn.Config(
+            http_app,
+            host=self.settings.proxy_host,
+            port=self.settings.proxy_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        self._server = uvicorn.Server(config)
+        self._tasks.append(asyncio.create_task(self._server.serve(), name="proxy-http"))
+        while not self._server.started:
+            if self._tasks[-1].done():
+                self._tasks[-1].result()  # surfaces a bind error
+            await asyncio.sleep(0.01)
+        # Port 0 means "any free port": report the one we got.
+        sockets = self._server.servers[0].sockets if self._server.servers else []
+        if sockets:
+            self.url = f"http://{self.settings.proxy_host}:{sockets[0].getsockname()[1]}"
+
+    async def stop(self) -> None:
+        if self._server:
+            self._server.should_exit = True
+        for task in self._tasks:
+            if task.get_name() == "proxy-usage":
+                task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.pool.close()

@@ -1,0 +1,1 @@
+"""Benchwright registry service."""

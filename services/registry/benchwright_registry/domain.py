@@ -1,0 +1,133 @@
+"""Catalog entries and how a launch's names resolve to them. No I/O here."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchwright_shared.hashing import fingerprint12, sha256_hex
+from benchwright_shared.ids import benchmark_id_for, impl_id_for
+
+
+@dataclass(frozen=True)
+class Impl:
+    impl_id: str
+    code: str
+    sha256: str
+    label: str
+    official: bool = True
+
+
+@dataclass(frozen=True)
+class Subset:
+    subset_id: str
+    slug: str
+    name: str
+    benchmark_id: str
+    jsonl: bytes
+    task_count: int
+    content_sha256: str
+    impls: tuple[Impl, ...]
+
+    @property
+    def object_name(self) -> str:
+        return f"{self.subset_id}.jsonl"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    benchmark_id: str
+    name: str
+    description: str
+    category: str
+    tags: tuple[str, ...]
+    source: str
+    subsets: tuple[Subset, ...] = field(default=())
+
+
+class ResolutionError(Exception):
+    def __init__(self, status: int, title: str, detail: str, field_name: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.field = field_name
+
+
+def rows_to_jsonl(rows: list[dict[str, Any]]) -> bytes:
+    import json
+
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
+
+
+def make_subset(
+    benchmark_id: str, slug: str, name: str, rows: list[dict[str, Any]], scorers: list[tuple[str, str]]
+) -> Subset:
+    """A subset whose id is a hash of its tasks: same rows, same id, anywhere."""
+    jsonl = rows_to_jsonl(rows)
+    impls = tuple(
+        Impl(impl_id=impl_id_for(benchmark_id, code), code=code, sha256=sha256_hex(code), label=label)
+        for label, code in scorers
+    )
+    return Subset(
+        subset_id=f"sub_{fingerprint12(jsonl)}",
+        slug=slug,
+        name=name,
+        benchmark_id=benchmark_id,
+        jsonl=jsonl,
+        task_count=len(rows),
+        content_sha256=sha256_hex(jsonl),
+        impls=impls,
+    )
+
+
+def make_benchmark(
+    name: str, description: str, category: str, tags: tuple[str, ...], source: str
+) -> Benchmark:
+    return Benchmark(
+        benchmark_id=benchmark_id_for(name),
+        name=name,
+        description=description,
+        category=category,
+        tags=tags,
+        source=source,
+    )
+
+
+class Catalog:
+    """Every benchmark the registry knows, indexed for resolution."""
+
+    def __init__(self, benchmarks: list[Benchmark]) -> None:
+        self.benchmarks = {b.benchmark_id: b for b in benchmarks}
+        self._by_name = {b.name.lower(): b for b in benchmarks}
+        self.subsets = {s.subset_id: s for b in benchmarks for s in b.subsets}
+        self.impls = {i.impl_id: i for s in self.subsets.values() for i in s.impls}
+
+    def resolve(
+        self, benchmark: str, subset: str | None = None, impl: str | None = None
+    ) -> tuple[Benchmark, Subset, Impl | None]:
+        """Catalog id first, then exact (case-insensitive) name."""
+        found = self.benchmarks.get(benchmark) or self._by_name.get(benchmark.strip().lower())
+        if found is None:
+            raise ResolutionError(
+                404, "benchmark not found", f"no benchmark with id or name {benchmark!r}", "benchmark"
+            )
+        if not found.subsets:
+            raise ResolutionError(409, "benchmark has no subsets", found.name, "benchmark")
+        chosen = found.subsets[0]
+        if subset is not None:
+            matches = [s for s in found.subsets if subset in (s.subset_id, s.slug)]
+            if not matches:
+                raise ResolutionError(
+                    404, "subset not found",
+                    f"{found.name} has no subset {subset!r}; it has "
+                    f"{', '.join(s.slug for s in found.subsets)}",
+                    "subset",
+                )
+            chosen = matches[0]
+        official = [i for i in chosen.impls if i.official]
+        picked = official[-1] if official else None
+        if impl is not None and impl != "latest:official":
+            matching = [i for i in chosen.impls if i.impl_id == impl]
+            if not matching:
+                raise ResolutionError(404, "impl not found", f"no impl {impl!r} for this subset", "impl")
+            picked = matching[0]
+        return found, chosen, picked

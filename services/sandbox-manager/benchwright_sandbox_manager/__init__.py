@@ -1,0 +1,1 @@
+"""Benchwright sandbox_manager service."""

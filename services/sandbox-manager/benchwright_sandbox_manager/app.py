@@ -1,0 +1,48 @@
+"""Assembles the sandbox-manager: store, relay, backends, handlers."""
+
+from dataclasses import dataclass, field
+
+from faststream.nats import NatsBroker, NatsRouter
+
+from benchwright_shared import subjects
+from benchwright_shared.bus import jetstream
+from benchwright_shared.relay import Relay
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore, eventsourcing_env
+from benchwright_sandbox_manager import handlers
+from benchwright_sandbox_manager.application import SandboxesApplication, translate_notification
+from benchwright_sandbox_manager.manager import SandboxManager
+
+
+@dataclass
+class SandboxManagerService:
+    settings: Settings
+    name: str = "sandbox-manager"
+    router: NatsRouter = field(default_factory=NatsRouter)
+
+    def __post_init__(self) -> None:
+        self.store = BlockingStore(self.name)
+        self.app = SandboxesApplication(env=eventsourcing_env(self.settings, self.name))
+        self.relay = Relay(
+            service=self.name,
+            app=self.app,
+            store=self.store,
+            translate=translate_notification,
+            stream=subjects.EVENTS_STREAM,
+        )
+        self.manager = SandboxManager(self.settings, self.app, self.store, self.relay)
+        handlers.register(self.router, self.manager, max_deliver=self.settings.max_deliver)
+
+    async def start(self, broker: NatsBroker) -> None:
+        self.manager.broker = broker
+        await self.relay.start(jetstream(broker))
+
+    async def stop(self) -> None:
+        await self.manager.stop()
+        await self.relay.stop()
+        self.app.close()
+        self.store.close()
+
+
+def build(settings: Settings) -> SandboxManagerService:
+    return SandboxManagerService(settings)

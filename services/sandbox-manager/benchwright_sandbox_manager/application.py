@@ -1,0 +1,71 @@
+"""The sandbox-manager's application: sandbox lifecycles, stored and relayed."""
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError, Application
+
+from benchwright_shared.relay import RelayedApplication
+from eventsourcing.persistence import Notification
+
+from benchwright_shared.contracts import SandboxCreated, SandboxKilled
+from benchwright_sandbox_manager.domain import Sandbox
+
+
+class SandboxesApplication(RelayedApplication):
+    name = "sandbox_manager"
+
+    def create(
+        self, *, command_id: str, run_id: str, role: str, backend: str, metadata: dict[str, Any]
+    ) -> Sandbox:
+        sandbox = Sandbox(
+            sandbox_id=f"sbx_{uuid.uuid4()}",
+            command_id=command_id,
+            run_id=run_id,
+            role=role,
+            backend=backend,
+            metadata=metadata,
+        )
+        self.save(sandbox)
+        return sandbox
+
+    def get(self, sandbox_id: str) -> Sandbox | None:
+        try:
+            sandbox: Sandbox = self.repository.get(Sandbox.create_id(sandbox_id))
+        except (AggregateNotFoundError, ValueError):
+            return None
+        return sandbox
+
+    def kill(self, sandbox_id: str, *, command_id: str, reason: str, rate: int) -> Sandbox:
+        sandbox: Sandbox = self.repository.get(Sandbox.create_id(sandbox_id))
+        sandbox.kill(command_id, reason, datetime.now(UTC), rate)
+        self.save(sandbox)
+        return sandbox
+
+
+def translate_notification(app: Application[Any], notification: Notification) -> tuple[str, bytes]:
+    """Relay translator: private Sandbox events -> integration events."""
+    event = app.mapper.to_domain_event(notification)
+    sandbox: Sandbox = app.repository.get(event.originator_id, version=event.originator_version)
+    common = {
+        "command_id": event.command_id,  # type: ignore[attr-defined]
+        "run_id": sandbox.run_id,
+        "sandbox_id": sandbox.sandbox_id,
+        "role": sandbox.role,
+        "backend": sandbox.backend,
+        "metadata": sandbox.metadata,
+    }
+    if isinstance(event, Sandbox.Created):
+        contract: SandboxCreated | SandboxKilled = SandboxCreated(
+            **common, created_at=event.timestamp
+        )
+    else:
+        assert isinstance(event, Sandbox.Killed)
+        contract = SandboxKilled(
+            **common,
+            reason=event.reason,
+            duration_ms=event.duration_ms,
+            cost_micros=event.cost_micros,
+        )
+    return contract.subject, contract.to_bytes()

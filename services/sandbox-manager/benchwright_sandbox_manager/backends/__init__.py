@@ -1,0 +1,29 @@
+"""Sandbox backends, looked up by name. Adding one is adding a module here."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from benchwright_sandbox_manager.ports import SandboxBackend
+
+BackendFactory = Callable[[Path], SandboxBackend]
+
+
+def _local(root: Path) -> SandboxBackend:
+    from benchwright_sandbox_manager.backends.local import LocalBackend
+
+    return LocalBackend(root)
+
+
+BACKENDS: dict[str, BackendFactory] = {"local": _local}
+
+
+class UnknownBackendError(KeyError):
+    pass
+
+
+def get_backend(name: str, root: Path) -> SandboxBackend:
+    try:
+        factory = BACKENDS[name]
+    except KeyError:
+        raise UnknownBackendError(f"unknown sandbox backend {name!r}; known: {sorted(BACKENDS)}")
+    return factory(root)

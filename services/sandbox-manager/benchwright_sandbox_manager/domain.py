@@ -1,0 +1,58 @@
+"""The Sandbox aggregate: one sandbox's life, from creation to kill."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from eventsourcing.domain import Aggregate, event
+
+
+class SandboxError(Exception):
+    """Base for sandbox rule violations."""
+
+
+class SandboxAlreadyKilledError(SandboxError):
+    pass
+
+
+class Sandbox(Aggregate):
+    @staticmethod
+    def create_id(sandbox_id: str) -> uuid.UUID:
+        return uuid.UUID(sandbox_id.removeprefix("sbx_"))
+
+    @event("Created")
+    def __init__(
+        self,
+        sandbox_id: str,
+        command_id: str,
+        run_id: str,
+        role: str,
+        backend: str,
+        metadata: dict[str, Any],
+    ) -> None:
+        self.sandbox_id = sandbox_id
+        self.run_id = run_id
+        self.role = role
+        self.backend = backend
+        self.metadata = metadata
+        self.killed = False
+
+    def kill(self, command_id: str, reason: str, now: datetime, rate_micros_per_s: int) -> None:
+        if self.killed:
+            raise SandboxAlreadyKilledError(self.sandbox_id)
+        duration_ms = max(0, int((now - self.created_on).total_seconds() * 1000))
+        self._killed(
+            command_id=command_id,
+            reason=reason,
+            duration_ms=duration_ms,
+            cost_micros=sandbox_cost_micros(duration_ms, rate_micros_per_s),
+        )
+
+    @event("Killed")
+    def _killed(self, command_id: str, reason: str, duration_ms: int, cost_micros: int) -> None:
+        self.killed = True
+
+
+def sandbox_cost_micros(duration_ms: int, rate_micros_per_s: int) -> int:
+    """Duration times the backend's rate, rounded up to the next micro-dollar."""
+    return -(-duration_ms * rate_micros_per_s // 1000)

@@ -1,0 +1,24 @@
+"""Sandbox commands in, manager calls out."""
+
+from faststream.nats import NatsRouter
+
+from benchwright_shared import subjects
+from benchwright_shared.bus import command_subscriber
+from benchwright_shared.contracts import CreateSandbox, KillSandbox, RunTasks
+from benchwright_sandbox_manager.manager import SandboxManager
+
+SERVICE = "sandbox-manager"
+
+
+def register(router: NatsRouter, manager: SandboxManager, *, max_deliver: int) -> None:
+    @command_subscriber(router, subjects.CREATE_SANDBOX, service=SERVICE, max_deliver=max_deliver)
+    async def create_sandbox(command: CreateSandbox) -> None:
+        await manager.create(command)
+
+    @command_subscriber(router, subjects.RUN_TASKS, service=SERVICE, max_deliver=max_deliver)
+    async def run_tasks(command: RunTasks) -> None:
+        manager.run_tasks(command)
+
+    @command_subscriber(router, subjects.KILL_SANDBOX, service=SERVICE, max_deliver=max_deliver)
+    async def kill_sandbox(command: KillSandbox) -> None:
+        await manager.kill(command)

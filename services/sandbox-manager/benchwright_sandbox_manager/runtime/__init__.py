@@ -1,0 +1,13 @@
+"""Files copied into every work sandbox: the scorer base class and its runner.
+
+They run under the sandbox's interpreter with nothing but the standard
+library, so a scorer needs no Benchwright install to run.
+"""
+
+from importlib.resources import files
+
+
+def runtime_files() -> dict[str, str]:
+    """Name -> source text of every file a sandbox needs beside ``task_impl.py``."""
+    here = files(__name__)
+    return {name: here.joinpath(name).read_text() for name in ("bench_task.py", "bench_runner.py")}

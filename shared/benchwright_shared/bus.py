@@ -1,0 +1,153 @@
+"""The message bus: FastStream's NATS broker over JetStream.
+
+Only the place that assembles a process builds a broker; services contribute
+routers of plain typed handlers. Streams are declared here, once, so every
+process agrees on them whichever service starts first.
+"""
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from faststream import AckPolicy
+from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError, NotFoundError
+from pydantic import BaseModel
+
+from benchwright_shared import subjects
+from benchwright_shared.contracts.base import Contract
+from benchwright_shared.settings import Settings
+
+PUBLISH_TIMEOUT_S = 10.0
+# Commands are deduplicated within this window by their command id.
+COMMAND_DEDUPE_WINDOW = timedelta(minutes=10)
+# The run log relay republishes after a crash; a long window drops those repeats.
+RUN_LOG_DEDUPE_WINDOW = timedelta(hours=1)
+
+STREAMS: tuple[tuple[str, Sequence[str], timedelta], ...] = (
+    (subjects.COMMANDS_STREAM, subjects.COMMANDS_SUBJECTS, COMMAND_DEDUPE_WINDOW),
+    (subjects.EVENTS_STREAM, subjects.EVENTS_SUBJECTS, COMMAND_DEDUPE_WINDOW),
+    (subjects.RUNS_STREAM, subjects.RUNS_SUBJECTS, RUN_LOG_DEDUPE_WINDOW),
+)
+
+
+def build_broker(settings: Settings, *, name: str) -> NatsBroker:
+    """A broker for one process. Per-message logging is off: it halves throughput."""
+    if not settings.nats_url:
+        raise ValueError("settings.nats_url is not set (the embedded runner sets it)")
+    return NatsBroker(
+        settings.nats_url,
+        name=f"benchwright-{name}",
+        logger=None,
+        max_reconnect_attempts=-1,
+    )
+
+
+async def declare_streams(js: JetStreamContext) -> None:
+    """Create or update the platform's streams (safe to call from every process)."""
+    for name, stream_subjects, window in STREAMS:
+        config = StreamConfig(
+            name=name,
+            subjects=list(stream_subjects),
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            duplicate_window=window.total_seconds(),
+        )
+        try:
+            await js.add_stream(config)
+        except BadRequestError:
+            await js.update_stream(config)
+
+
+def jetstream(broker: NatsBroker) -> JetStreamContext:
+    return broker.connection.jetstream()
+
+
+async def send_command(broker: NatsBroker, command: Contract) -> None:
+    """Publish a command durably; its ``command_id`` makes a re-send a no-op."""
+    command_id = command.command_id  # type: ignore[attr-defined]
+    await jetstream(broker).publish(
+        command.subject,
+        command.to_bytes(),
+        stream=subjects.COMMANDS_STREAM,
+        headers={"Nats-Msg-Id": command_id},
+        timeout=PUBLISH_TIMEOUT_S,
+    )
+
+
+async def publish_event(broker: NatsBroker, event: Contract, *, msg_id: str) -> None:
+    """Publish an integration event durably, deduplicated by ``msg_id``."""
+    await jetstream(broker).publish(
+        event.subject,
+        event.to_bytes(),
+        stream=subjects.EVENTS_STREAM,
+        headers={"Nats-Msg-Id": msg_id},
+        timeout=PUBLISH_TIMEOUT_S,
+    )
+
+
+async def ask[T: BaseModel](
+    broker: NatsBroker, query: Contract | BaseModel, reply_type: type[T], *, subject: str | None = None,
+    timeout: float = 10.0,
+) -> T:
+    """Send a query over request/reply and parse the answer."""
+    target = subject or query.subject  # type: ignore[union-attr]
+    msg = await broker.connection.request(target, query.model_dump_json().encode(), timeout=timeout)
+    return reply_type.model_validate_json(msg.data)
+
+
+def command_subscriber(router: NatsRouter, subject: str, *, service: str, max_deliver: int) -> Any:
+    """A durable, work-shared consumer of one command subject.
+
+    A handler that raises is redelivered (``NACK_ON_ERROR``) at most
+    ``max_deliver`` times; the server then stops offering it.
+    """
+    durable = f"{service}-{subject.replace('.', '_')}"
+    return router.subscriber(
+        subject,
+        stream=JStream(subjects.COMMANDS_STREAM, declare=False),
+        durable=durable,
+        pull_sub=PullSub(batch_size=16, timeout=1.0),
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        config=ConsumerConfig(durable_name=durable, max_deliver=max_deliver, ack_wait=60),
+    )
+
+
+def event_listener(router: NatsRouter, subject: str) -> Any:
+    """An ephemeral consumer of new events: every process sees every event.
+
+    Used for replies to commands: the process awaiting a reply picks out its own.
+    """
+    return router.subscriber(
+        subject,
+        stream=JStream(subjects.EVENTS_STREAM, declare=False),
+        deliver_policy=DeliverPolicy.NEW,
+        ack_policy=AckPolicy.ACK_FIRST,
+    )
+
+
+async def stream_last_seq(js: JetStreamContext, stream: str) -> int:
+    info = await js.stream_info(stream)
+    return int(info.state.last_seq)
+
+
+async def delete_consumer_if_exists(js: JetStreamContext, stream: str, durable: str) -> None:
+    try:
+        await js.delete_consumer(stream, durable)
+    except NotFoundError:
+        pass
+
+
+def decode(data: bytes) -> Any:
+    return json.loads(data)
+
+
+async def wait_connected(broker: NatsBroker, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await broker.ping(timeout=1.0):
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("NATS did not become reachable")

@@ -1,0 +1,108 @@
+"""Commands: imperative messages, each handled by exactly one service.
+
+Every command carries a ``command_id``; it is the JetStream ``Nats-Msg-Id``, so a
+command published twice within the dedupe window is stored once, and the
+reply event carries it back for correlation.
+"""
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchwright_shared import subjects
+from benchwright_shared.contracts.base import Contract
+from benchwright_shared.contracts.run_events import SutRef
+
+SandboxRole = Literal["driver", "work", "proxy", "task"]
+
+
+class LaunchRun(Contract):
+    """Create a run and drive its pipeline (pinned mode)."""
+
+    subject: ClassVar[str] = subjects.LAUNCH_RUN
+
+    command_id: str
+    run_id: str
+    account: str
+    benchmark_id: str
+    benchmark_name: str
+    subset_id: str
+    subset_slug: str
+    impl_id: str | None = None
+    sut: SutRef
+    limit: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: str | None = None
+    requested_at: datetime
+
+
+class SandboxFile(BaseModel):
+    """A file to place in a sandbox: inline text, or an object-store blob."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    path: str
+    content: str | None = None
+    bucket: str | None = None
+    object_name: str | None = None
+
+
+class CreateSandbox(Contract):
+    subject: ClassVar[str] = subjects.CREATE_SANDBOX
+
+    command_id: str
+    run_id: str
+    role: SandboxRole
+    backend: str = "local"
+    files: list[SandboxFile] = Field(default_factory=list)
+
+
+class TaskSpec(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    index: int
+    trial: int = 0
+
+
+class RunTasks(Contract):
+    """Run the scorer over ``tasks`` inside a sandbox, streaming results back."""
+
+    subject: ClassVar[str] = subjects.RUN_TASKS
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    impl_path: str = "task_impl.py"
+    data_path: str = "tasks.jsonl"
+    tasks: list[TaskSpec]
+    concurrency: int = 8
+    timeout_s: float = 300.0
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class KillSandbox(Contract):
+    subject: ClassVar[str] = subjects.KILL_SANDBOX
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    reason: str = "finished"
+
+
+class AttachModel(Contract):
+    """Bind a run to its model: the proxy issues a per-run fake key."""
+
+    subject: ClassVar[str] = subjects.ATTACH_MODEL
+
+    command_id: str
+    run_id: str
+    account: str
+    sut: SutRef
+
+
+class DetachModel(Contract):
+    subject: ClassVar[str] = subjects.DETACH_MODEL
+
+    command_id: str
+    run_id: str

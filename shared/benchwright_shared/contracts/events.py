@@ -1,0 +1,119 @@
+"""Integration events published by services other than the orchestrator.
+
+The orchestrator's own facts travel as the run event log (``run_events``).
+"""
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchwright_shared import subjects
+from benchwright_shared.contracts.base import Contract
+
+Outcome = Literal["pass", "fail", "err"]
+
+
+class SandboxCreated(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_CREATED
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    role: str
+    backend: str
+    created_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SandboxKilled(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_KILLED
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    role: str
+    backend: str
+    reason: str
+    duration_ms: int
+    cost_micros: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SandboxCommandFailed(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_COMMAND_FAILED
+
+    command_id: str
+    run_id: str
+    error_type: str
+    detail: str
+
+
+class TaskOutcome(BaseModel):
+    """One trial of one task, as the scorer runner reported it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    index: int
+    trial: int = 0
+    task_id: str
+    score: float | None = None
+    score_meta: dict[str, Any] = Field(default_factory=dict)
+    outcome: Outcome
+    output: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    duration_ms: int = 0
+
+
+class SandboxTaskResults(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_TASK_RESULTS
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    batch: int
+    results: list[TaskOutcome]
+
+
+class SandboxTasksFinished(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_TASKS_FINISHED
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    batches: int
+    completed: int
+    error_type: str | None = None
+    detail: str | None = None
+
+
+class ModelAttached(Contract):
+    subject: ClassVar[str] = subjects.MODEL_ATTACHED
+
+    command_id: str
+    run_id: str
+    proxy_url: str
+    # The run's fake key: valid at our proxy for this run only. It travels on
+    # the internal bus to the sandbox; it never enters the run event log.
+    proxy_key: str
+    model_id: str
+    litellm_config_yaml: str
+
+
+class ModelUsageRecorded(Contract):
+    """One proxied model call: tokens, latency and what it cost."""
+
+    subject: ClassVar[str] = subjects.MODEL_USAGE_RECORDED
+
+    call_id: str
+    run_id: str
+    account: str
+    model_id: str
+    provider: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_micros: int = 0
+    latency_ms: int = 0
+    status: int = 200
+    recorded_at: datetime

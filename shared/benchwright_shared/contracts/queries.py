@@ -1,0 +1,123 @@
+"""Queries: request/reply to the service that owns the read model."""
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchwright_shared import subjects
+from benchwright_shared.contracts.base import Contract, Problem
+from benchwright_shared.contracts.run_events import RunEvent
+
+
+class ResolveBenchmark(Contract):
+    """Find a benchmark by catalog id or exact name, and one of its subsets."""
+
+    subject: ClassVar[str] = subjects.RESOLVE_BENCHMARK
+
+    account: str
+    benchmark: str
+    subset: str | None = None
+    impl: str | None = None
+
+
+class BenchmarkResolution(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    subset_id: str | None = None
+    subset_slug: str | None = None
+    task_count: int = 0
+    impl_id: str | None = None
+
+
+class GetSubsetRows(Contract):
+    subject: ClassVar[str] = subjects.GET_SUBSET_ROWS
+
+    subset_id: str
+    offset: int = 0
+    limit: int = 100
+
+
+class SubsetRows(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    subset_id: str
+    total: int = 0
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    # Where the full subset lives as JSON lines, for copying into a sandbox.
+    bucket: str | None = None
+    object_name: str | None = None
+    content_sha256: str | None = None
+
+
+class GetImpl(Contract):
+    subject: ClassVar[str] = subjects.GET_IMPL
+
+    impl_id: str
+
+
+class ImplCode(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    impl_id: str
+    code: str = ""
+    sha256: str = ""
+
+
+class GetRunEvents(Contract):
+    subject: ClassVar[str] = subjects.GET_RUN_EVENTS
+
+    run_id: str
+    after_seq: int | None = None
+    types: list[str] | None = None
+    limit: int = 500
+
+
+class RunEventsPage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    events: list[RunEvent] = Field(default_factory=list)
+    has_more: bool = False
+
+
+class RebuildProjection(BaseModel):
+    """Admin: drop a projection and replay it from the stream."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    projection: str
+
+
+class RebuildResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    projection: str
+    applied: int = 0
+    digest: str = ""
+    before_digest: str = ""
+
+
+class GetRunCost(Contract):
+    subject: ClassVar[str] = "bw.q.billing.run_cost.v1"
+
+    run_id: str
+
+
+class RunCost(BaseModel):
+    """What a run has cost so far, by source, in micro-dollars."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    model_micros: int = 0
+    sandbox_micros: int = 0
+    driver_micros: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0

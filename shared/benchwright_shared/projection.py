@@ -1,0 +1,164 @@
+"""Projections: read models built from a JetStream stream.
+
+A projection's view rows and the stream position it applied are written in one
+transaction, with one tracking row per position (JetStream redelivers out of
+order, so "the highest position seen" would drop messages). A position that is
+already tracked is skipped: a redelivered or duplicated message is applied once.
+
+A projection can be dropped and rebuilt by replaying its stream from the start.
+"""
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eventsourcing.persistence import InfrastructureFactory, IntegrityError, Tracking
+from eventsourcing.postgres import PostgresTrackingRecorder
+from eventsourcing.sqlite import SQLiteTrackingRecorder
+from eventsourcing.utils import Environment
+
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import eventsourcing_env
+
+
+class ViewCursor:
+    """A cursor that takes ``?`` placeholders on SQLite and PostgreSQL alike."""
+
+    def __init__(self, cursor: Any, *, postgres: bool, schema: str | None) -> None:
+        self._cursor = cursor
+        self._postgres = postgres
+        self._schema = schema
+
+    def table(self, name: str) -> str:
+        return f'"{self._schema}".{name}' if self._postgres else name
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        if self._postgres:
+            sql = sql.replace("?", "%s")
+        self._cursor.execute(sql, list(params))
+
+    def fetchall(self) -> list[dict[str, Any]]:
+        rows = self._cursor.fetchall()
+        return [dict(r) for r in rows]
+
+    def fetchone(self) -> dict[str, Any] | None:
+        row = self._cursor.fetchone()
+        return dict(row) if row is not None else None
+
+
+class Projection(ABC):
+    """A read model: its tables, and how one message changes them."""
+
+    name: str
+    tables: dict[str, str]  # table name -> column definitions (portable SQL)
+    indexes: Sequence[str] = ()  # "table(col, ...)"
+
+    @abstractmethod
+    def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
+        """Change the view for one message. Must not commit."""
+
+
+class ProjectionStore:
+    """Where one service keeps its projections, with their tracking rows."""
+
+    def __init__(self, settings: Settings, service: str, projections: Sequence[Projection]) -> None:
+        env = eventsourcing_env(settings, service, part="views")
+        self.projections = {p.name: p for p in projections}
+        self.postgres = settings.uses_postgres
+        factory = InfrastructureFactory.construct(Environment(name=service, env=env))
+        ddl = [
+            f"CREATE TABLE IF NOT EXISTS {{schema}}{table} ({columns})"
+            for p in projections
+            for table, columns in p.tables.items()
+        ] + [
+            f"CREATE INDEX IF NOT EXISTS ix_{spec.split('(')[0]}_"
+            f"{abs(hash(spec)) % 10**8} ON {{schema}}{spec}"
+            for p in projections
+            for spec in p.indexes
+        ]
+        self.schema = env.get("POSTGRES_SCHEMA")
+        self.recorder = factory.tracking_recorder()
+        self._create_views(ddl)
+
+    # -- low level ----------------------------------------------------------------
+    def _transaction(self, *, commit: bool) -> Any:
+        return self.recorder.datastore.transaction(commit=commit)  # type: ignore[attr-defined]
+
+    def _cursor(self, raw: Any) -> ViewCursor:
+        return ViewCursor(raw, postgres=self.postgres, schema=self.schema)
+
+    def _create_views(self, ddl: list[str]) -> None:
+        prefix = f'"{self.schema}".' if self.postgres else ""
+        with self._transaction(commit=True) as raw:
+            for statement in ddl:
+                raw.execute(statement.replace("{schema}", prefix))
+
+    # -- applying -----------------------------------------------------------------
+    def apply(self, projection: str, position: int, message: dict[str, Any]) -> bool:
+        """Apply one message at ``position``; False if that position was already applied."""
+        handler = self.projections[projection]
+        try:
+            with self._transaction(commit=True) as raw:
+                self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
+                handler.apply(self._cursor(raw), message)
+        except IntegrityError:
+            return False
+        except Exception as exc:
+            if _is_unique_violation(exc):
+                return False
+            raise
+        return True
+
+    def max_position(self, projection: str) -> int:
+        return self.recorder.max_tracking_id(projection) or 0
+
+    def read[T](self, fn: Callable[[ViewCursor], T]) -> T:
+        with self._transaction(commit=False) as raw:
+            return fn(self._cursor(raw))
+
+    def write[T](self, fn: Callable[[ViewCursor], T]) -> T:
+        with self._transaction(commit=True) as raw:
+            return fn(self._cursor(raw))
+
+    # -- rebuilding ---------------------------------------------------------------
+    def reset(self, projection: str) -> None:
+        """Drop a projection's rows and its tracking, in one transaction."""
+        handler = self.projections[projection]
+        tracking = self._tracking_table()
+        with self._transaction(commit=True) as raw:
+            cur = self._cursor(raw)
+            for table in handler.tables:
+                cur.execute(f"DELETE FROM {cur.table(table)}")
+            cur.execute(f"DELETE FROM {tracking} WHERE application_name = ?", [projection])
+
+    def digest(self, projection: str) -> str:
+        """A hash over every row of a projection, to compare two builds of it."""
+        handler = self.projections[projection]
+
+        def dump(cur: ViewCursor) -> str:
+            h = hashlib.sha256()
+            for table in sorted(handler.tables):
+                cur.execute(f"SELECT * FROM {cur.table(table)}")
+                rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in cur.fetchall())
+                h.update(table.encode())
+                for row in rows:
+                    h.update(row.encode())
+            return h.hexdigest()
+
+        return self.read(dump)
+
+    def _tracking_table(self) -> str:
+        if isinstance(self.recorder, PostgresTrackingRecorder):
+            return f'"{self.schema}".{self.recorder.tracking_table_name}'
+        assert isinstance(self.recorder, SQLiteTrackingRecorder)
+        return "tracking"
+
+    def close(self) -> None:
+        self.recorder.datastore.close()  # type: ignore[attr-defined]
+
+
+def _is_unique_violation(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "unique" in text or "integrity" in text or "duplicate key" in text

@@ -1,0 +1,37 @@
+"""What every service hands to a runner.
+
+A service is a FastStream router of plain handlers plus start/stop hooks for
+what runs beside them (relays, HTTP servers). Runners (embedded: all services
+on one broker; ``serve``: one) build the broker and call these; nothing inside
+a service knows which runner it is under.
+"""
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from faststream.nats import NatsBroker, NatsRouter
+
+
+class Service(Protocol):
+    name: str
+    router: NatsRouter
+
+    async def start(self, broker: NatsBroker) -> None:
+        """Called once the broker is connected and subscribers run."""
+
+    async def stop(self) -> None:
+        """Release what ``start`` acquired; called before the broker stops."""
+
+
+@dataclass
+class BaseService:
+    """Convenience base for services with nothing to do at start or stop."""
+
+    name: str
+    router: NatsRouter = field(default_factory=NatsRouter)
+
+    async def start(self, broker: NatsBroker) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None

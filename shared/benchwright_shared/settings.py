@@ -1,0 +1,63 @@
+"""Settings shared by every service, read from ``BW_``-prefixed environment variables."""
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    return Path.home() / ".benchwright"
+
+
+class Settings(BaseSettings):
+    """Where the platform keeps its state and how its parts find each other.
+
+    Unset ``nats_url`` and ``database_url`` mean the embedded default: ``benchwright
+    up`` starts its own nats-server and keeps SQLite files in ``data_dir``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="BW_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    nats_url: str | None = None
+    database_url: str | None = None
+
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8765
+    public_base_url: str | None = None
+
+    proxy_host: str = "127.0.0.1"
+    proxy_port: int = 8766
+
+    # The embedded runner's single account; several accounts are another issue.
+    default_account: str = "acct_local"
+
+    # Materialize: how many tasks a work sandbox runs at once.
+    task_concurrency: int = 8
+    # A single task's wall-clock ceiling inside the sandbox.
+    task_timeout_s: float = 300.0
+
+    # The offline `local` provider.
+    local_model_threads: int = 1
+    local_model_ctx: int = 2048
+
+    # Provider keys are read by the proxy service only.
+    openrouter_api_key: str | None = None
+    together_api_key: str | None = None
+
+    # JetStream consumer redelivery bound for failing handlers.
+    max_deliver: int = 5
+
+    @property
+    def uses_postgres(self) -> bool:
+        return bool(self.database_url and self.database_url.startswith("postgres"))
+
+    @property
+    def gateway_url(self) -> str:
+        return self.public_base_url or f"http://{self.gateway_host}:{self.gateway_port}"
+
+    def service_dir(self, service: str) -> Path:
+        path = self.data_dir / service
+        path.mkdir(parents=True, exist_ok=True)
+        return path

@@ -1,0 +1,85 @@
+"""Event stores and projection stores, one per service.
+
+``eventsourcing`` keeps each service's events: a SQLite file per service in the
+embedded default, a PostgreSQL schema per service in production. Its API is
+synchronous, so async code reaches it through ``BlockingStore.run`` on one
+dedicated thread per store (SQLite serialises writers anyway).
+"""
+
+import asyncio
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from benchwright_shared.settings import Settings
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _schema_name(service: str) -> str:
+    name = service.replace("-", "_")
+    if not _IDENT.match(name):
+        raise ValueError(f"bad schema name {name!r}")
+    return f"bw_{name}"
+
+
+def postgres_params(database_url: str) -> dict[str, str]:
+    url = urlparse(database_url)
+    return {
+        "POSTGRES_DBNAME": (url.path or "/").lstrip("/") or "postgres",
+        "POSTGRES_HOST": url.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(url.port or 5432),
+        "POSTGRES_USER": unquote(url.username or "postgres"),
+        "POSTGRES_PASSWORD": unquote(url.password or ""),
+    }
+
+
+def ensure_postgres_schema(database_url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
+
+def eventsourcing_env(settings: Settings, service: str, *, part: str = "events") -> dict[str, str]:
+    """The ``eventsourcing`` environment for one service's store.
+
+    ``part`` separates a service's event store from its projection store, so a
+    projection can be dropped without touching events.
+    """
+    env = {"CREATE_TABLE": "y", "SINGLE_ROW_TRACKING": "n"}
+    if settings.uses_postgres:
+        assert settings.database_url
+        schema = _schema_name(service if part == "events" else f"{service}_{part}")
+        ensure_postgres_schema(settings.database_url, schema)
+        env |= {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_SCHEMA": schema,
+            "POSTGRES_POOL_SIZE": "4",
+            "POSTGRES_MAX_OVERFLOW": "4",
+            "POSTGRES_LOCK_TIMEOUT": "5",
+            **postgres_params(settings.database_url),
+        }
+    else:
+        path = settings.service_dir(service) / f"{part}.sqlite"
+        env |= {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": str(path),
+            "SQLITE_LOCK_TIMEOUT": "10",
+        }
+    return env
+
+
+class BlockingStore:
+    """Runs synchronous store calls on a dedicated thread, off the event loop."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
+
+    async def run[T](self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)

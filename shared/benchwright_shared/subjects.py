@@ -1,0 +1,58 @@
+"""Every JetStream stream and subject, in one place.
+
+Subjects name producer, entity, event and version. Commands and events are
+durable (JetStream); queries are NATS request/reply to the owning service.
+"""
+
+from typing import Final
+
+# Streams ---------------------------------------------------------------------
+COMMANDS_STREAM: Final = "BW_COMMANDS"
+COMMANDS_SUBJECTS: Final = ("bw.cmd.>",)
+EVENTS_STREAM: Final = "BW_EVENTS"
+EVENTS_SUBJECTS: Final = ("bw.evt.>",)
+RUNS_STREAM: Final = "BW_RUNS"
+RUNS_SUBJECTS: Final = ("bw.run.v1.>",)
+
+# Object store bucket holding subset rows as content-addressed JSON lines.
+DATASETS_BUCKET: Final = "bw-datasets"
+
+# Commands --------------------------------------------------------------------
+LAUNCH_RUN: Final = "bw.cmd.orchestrator.launch_run.v1"
+CREATE_SANDBOX: Final = "bw.cmd.sandbox.create.v1"
+RUN_TASKS: Final = "bw.cmd.sandbox.run_tasks.v1"
+KILL_SANDBOX: Final = "bw.cmd.sandbox.kill.v1"
+ATTACH_MODEL: Final = "bw.cmd.proxy.attach_model.v1"
+DETACH_MODEL: Final = "bw.cmd.proxy.detach_model.v1"
+
+# Events ----------------------------------------------------------------------
+SANDBOX_EVENTS: Final = "bw.evt.sandbox.>"
+SANDBOX_CREATED: Final = "bw.evt.sandbox.created.v1"
+SANDBOX_KILLED: Final = "bw.evt.sandbox.killed.v1"
+SANDBOX_COMMAND_FAILED: Final = "bw.evt.sandbox.command_failed.v1"
+SANDBOX_TASK_RESULTS: Final = "bw.evt.sandbox.task_results.v1"
+SANDBOX_TASKS_FINISHED: Final = "bw.evt.sandbox.tasks_finished.v1"
+PROXY_EVENTS: Final = "bw.evt.proxy.>"
+MODEL_ATTACHED: Final = "bw.evt.proxy.model_attached.v1"
+MODEL_USAGE_RECORDED: Final = "bw.evt.proxy.model_usage.v1"
+
+# The run event log: one subject per run, relayed from the orchestrator's store.
+RUN_LOG_PREFIX: Final = "bw.run.v1"
+RUN_LOG_ALL: Final = "bw.run.v1.*"
+
+
+def run_log_subject(run_id: str) -> str:
+    """The subject a run's event log is relayed on."""
+    return f"{RUN_LOG_PREFIX}.{run_id}"
+
+
+# Queries (request/reply) -----------------------------------------------------
+RESOLVE_BENCHMARK: Final = "bw.q.registry.resolve_benchmark.v1"
+GET_SUBSET_ROWS: Final = "bw.q.registry.subset_rows.v1"
+GET_IMPL: Final = "bw.q.registry.impl.v1"
+GET_RUN_EVENTS: Final = "bw.q.orchestrator.run_events.v1"
+
+
+def rebuild_subject(service: str) -> str:
+    """Admin request: drop and rebuild one of ``service``'s projections."""
+    return f"bw.q.{service}.rebuild_projection.v1"
