@@ -24,16 +24,26 @@ def _settings(data_dir: Path | None, port: int | None) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
-async def _until_signalled() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def _until_signalled(stop: asyncio.Event | None = None) -> None:
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     await stop.wait()
 
 
-async def run_embedded(settings: Settings, *, ready_file: Path | None = None) -> None:
-    """Everything in one process: a private nats-server, SQLite stores, all services."""
+async def run_embedded(
+    settings: Settings,
+    *,
+    ready_file: Path | None = None,
+    stop: asyncio.Event | None = None,
+    quiet: bool = False,
+) -> None:
+    """Everything in one process: a private nats-server, SQLite stores, all services.
+
+    Runs until SIGINT/SIGTERM, or until ``stop`` is set when one is given.
+    """
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     nats: EmbeddedNats | None = None
     if not settings.nats_url:
@@ -44,13 +54,15 @@ async def run_embedded(settings: Settings, *, ready_file: Path | None = None) ->
     try:
         await host.start()
         creds = host.service("gateway").ensure_admin_token()  # type: ignore[attr-defined]
-        console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
-        console.print(f"  data:  {settings.data_dir}")
-        console.print(f"  token: saved to {creds}")
+        if not quiet:
+            console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
+            console.print(f"  data:  {settings.data_dir}")
+            console.print(f"  token: saved to {creds}")
         if ready_file:
             ready_file.write_text(settings.gateway_url)
-        await _until_signalled()
-        console.print("shutting down…")
+        await _until_signalled(stop)
+        if not quiet:
+            console.print("shutting down…")
     finally:
         await host.stop()
         if nats:

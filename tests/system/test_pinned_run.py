@@ -1,0 +1,167 @@
+"""A pinned GSM8K run end to end through every service, against a fake model server."""
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from benchwright_registry.catalog import builtin_catalog
+from tests.conftest import Platform
+from tests.support.fake_openai import FakeOpenAIServer, gsm8k_oracle
+
+pytestmark = [pytest.mark.slow, pytest.mark.connected]
+
+PINNED_PHASES = ["fetch", "setup", "attach", "materialize", "report"]
+
+
+def gsm8k_rows() -> list[dict[str, Any]]:
+    bench = next(b for b in builtin_catalog() if b.name == "GSM8K")
+    return bench.subsets[0].load_rows()
+
+
+@pytest.fixture
+def oracle_model() -> Any:
+    server = FakeOpenAIServer(gsm8k_oracle(gsm8k_rows()[:20], correct_every=2)).start()
+    yield server
+    server.stop()
+
+
+def launch_body(server: FakeOpenAIServer, limit: int = 10, **extra: Any) -> dict[str, Any]:
+    return {
+        "benchmark": "GSM8K",
+        "sut": {"model": "fake-gsm8k", "provider": "openai_compatible", "api_base": server.base_url},
+        "metadata": {"limit": limit},
+        **extra,
+    }
+
+
+async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: FakeOpenAIServer) -> None:
+    client = platform.client
+    assert client
+    response = await client.post(
+        "/v1/runs", json=launch_body(oracle_model), headers={"Idempotency-Key": "first-run"}
+    )
+    assert response.status_code == 201, response.text
+    run = response.json()
+    assert run["status"] == "running"
+    assert run["benchmark"]["name"] == "GSM8K"
+
+    done = await platform.wait_terminal(run["id"])
+    assert done["status"] == "ok", done
+    assert done["display_status"] == "ok"
+    assert done["summary"]["total"] == 10
+    assert done["cost"]["model"]["calls"] == 10
+
+    tasks = (await client.get(f"/v1/runs/{run['id']}/tasks")).json()
+    # The oracle answers every second question right.
+    assert tasks["summary"]["passed"] == 5
+    assert tasks["summary"]["failed"] == 5
+    assert tasks["summary"]["pass_rate"] == 0.5
+    assert [t["outcome"] for t in tasks["data"]] == ["pass", "fail"] * 5
+    failed = (await client.get(f"/v1/runs/{run['id']}/tasks", params={"passed": "false"})).json()
+    assert {t["index"] for t in failed["data"]} == {1, 3, 5, 7, 9}
+
+    payload = (await client.get(f"/v1/runs/{run['id']}/tasks/{tasks['data'][0]['id']}/payload")).json()
+    assert payload["expected"] == gsm8k_rows()[0]["expected"]
+    assert "question" in payload["input"]
+    assert "The answer is" in payload["output"]
+
+    # The scorer reached the model only through the proxy, with the run's fake key.
+    assert all(a == "" or not a.startswith("Bearer bw_proxy_") for a in oracle_model.state["auth"])
+
+    events = (await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})).json()["data"]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[0]["type"] == "RunLaunched"
+    assert events[1]["type"] == "PipelineStarted"
+    assert events[-1]["type"] == "PipelineFinished"
+    started = [e["data"]["phase"] for e in events if e["type"] == "PhaseStarted"]
+    completed = [e["data"]["phase"] for e in events if e["type"] == "PhaseCompleted"]
+    assert started == completed == PINNED_PHASES
+    types = {e["type"] for e in events}
+    for expected_type in ("SandboxCreated", "SandboxKilled", "DatasetTasksArtifact",
+                          "ModelProxyArtifact", "MaterializeTaskResult",
+                          "MaterializeTaskAggregated", "ReportFile"):
+        assert expected_type in types
+    created = next(e for e in events if e["type"] == "SandboxCreated")
+    assert created["data"]["metadata"]["benchwright_role"] == "work"
+    # No secret ever reaches the log.
+    assert "bw_proxy_" not in json.dumps(events)
+
+    paged = (await client.get(
+        f"/v1/runs/{run['id']}/events", params={"after_seq": 3, "types": "PhaseStarted", "limit": 2}
+    )).json()
+    assert [e["type"] for e in paged["data"]] == ["PhaseStarted", "PhaseStarted"]
+    assert all(e["seq"] > 3 for e in paged["data"]) and paged["has_more"] is True
+
+    # SSE: history then (nothing more) live, closing at the terminal event.
+    streamed: list[dict[str, Any]] = []
+    async with client.stream("GET", f"/v1/runs/{run['id']}/stream") as sse:
+        assert sse.headers["content-type"].startswith("text/event-stream")
+        async for line in sse.aiter_lines():
+            if line.startswith("data:"):
+                streamed.append(json.loads(line[5:]))
+    assert [e["seq"] for e in streamed] == [e["seq"] for e in events]
+
+    # The same idempotency key returns the same run, never a second one.
+    again = await client.post(
+        "/v1/runs", json=launch_body(oracle_model), headers={"Idempotency-Key": "first-run"}
+    )
+    assert again.status_code == 200 and again.json()["id"] == run["id"]
+    reused = await client.post(
+        "/v1/runs", json=launch_body(oracle_model, limit=3), headers={"Idempotency-Key": "first-run"}
+    )
+    assert reused.status_code == 409
+    listed = (await client.get("/v1/runs")).json()["data"]
+    assert [r["id"] for r in listed] == [run["id"]]
+
+
+async def test_bad_launches_are_problems_and_create_nothing(
+    platform: Platform, fake_model: FakeOpenAIServer
+) -> None:
+    client = platform.client
+    assert client
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({"sut": {"model": "m", "provider": "openrouter"}}, 400, "benchmark"),
+        ({"benchmark": "GSM8K"}, 400, "sut"),
+        ({"benchmark": "GSM8K", "sut": {"model": "m", "provider": "nope"}}, 400, "sut"),
+        (launch_body(fake_model, limit=0), 400, "metadata.limit"),
+        ({**launch_body(fake_model), "agent": "x"}, 400, ""),
+        ({**launch_body(fake_model), "surprise": 1}, 400, "surprise"),
+        ({**launch_body(fake_model), "benchmark": "No Such Bench"}, 404, "benchmark"),
+        ({**launch_body(fake_model), "subset": "nope"}, 404, "subset"),
+    ]
+    for body, status, field in cases:
+        response = await client.post("/v1/runs", json=body)
+        assert response.status_code == status, (body, response.text)
+        assert response.headers["content-type"].startswith("application/problem+json")
+        problem = response.json()
+        assert problem["status"] == status and problem["title"]
+        if field:
+            assert problem.get("field", "").startswith(field), problem
+    assert (await client.get("/v1/runs")).json()["data"] == []
+    unauthenticated = await httpx.AsyncClient(base_url=str(client.base_url)).get("/v1/runs")
+    assert unauthenticated.status_code == 401
+    missing = await client.get("/v1/runs/00000000-0000-0000-0000-000000000000")
+    assert missing.status_code == 404
+
+
+async def test_projection_rebuild_matches_live_view(
+    platform: Platform, oracle_model: FakeOpenAIServer
+) -> None:
+    client = platform.client
+    assert client
+    ids = []
+    for limit in (3, 4):
+        r = await client.post("/v1/runs", json=launch_body(oracle_model, limit=limit))
+        ids.append(r.json()["id"])
+    for run_id in ids:
+        await platform.wait_terminal(run_id)
+    await asyncio.sleep(0.5)  # let the registry and billing projections catch up
+    for projection in ("runs", "run_summaries", "ledger"):
+        result = (await client.post(f"/v1/admin/projections/{projection}/rebuild")).json()
+        assert result["applied"] > 0, result
+        assert result["digest"] == result["before_digest"], projection
+    tasks = (await client.get(f"/v1/runs/{ids[1]}/tasks")).json()
+    assert tasks["summary"]["total"] == 4
