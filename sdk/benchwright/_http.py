@@ -19,7 +19,15 @@ from ._errors import APIConnectionError, APITimeoutError, error_from_response
 from ._retry import RetryPolicy, is_retry_safe, never_sent
 from ._version import __version__
 
-__all__ = ["DEFAULT_TIMEOUT", "SyncHTTP", "base_headers", "connection_error"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "STREAM_TIMEOUT",
+    "BaseHTTP",
+    "SyncHTTP",
+    "base_headers",
+    "clean_params",
+    "connection_error",
+]
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 # The gateway pings idle streams, so a silent minute means the connection is dead.
@@ -61,7 +69,47 @@ def clean_params(params: Params | None) -> dict[str, str | int | float]:
     return out
 
 
-class SyncHTTP:
+class BaseHTTP:
+    """What the sync and async transports share: config, retry policy, URLs, headers."""
+
+    def __init__(
+        self, config: ClientConfig, *, timeout: float | httpx.Timeout | None, max_retries: int
+    ) -> None:
+        self.config = config
+        self.policy = RetryPolicy(max_retries=max_retries)
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
+
+    def url(self, path: str) -> str:
+        """The absolute URL of an API path."""
+        return f"{self.config.base_url}{path}"
+
+    def headers(self, extra: Mapping[str, str] | None = None) -> httpx.Headers:
+        """Every request's headers, overlaid with ``extra``."""
+        merged = httpx.Headers(base_headers(self.config))
+        merged.update(extra or {})
+        return merged
+
+    def sse_headers(self, extra: Mapping[str, str] | None = None) -> httpx.Headers:
+        """Headers for opening an event stream."""
+        merged = self.headers({"Accept": "text/event-stream", "Cache-Control": "no-store"})
+        merged.update(extra or {})
+        return merged
+
+    def should_retry(self, attempt: int, response: httpx.Response, safe: bool) -> bool:
+        """Whether a failed response warrants another attempt."""
+        # 429 means the request was turned away unprocessed, so it is safe to repeat.
+        return (
+            attempt < self.policy.max_retries
+            and self.policy.retryable_status(response.status_code)
+            and (safe or response.status_code == 429)
+        )
+
+    def should_retry_transport(self, attempt: int, exc: httpx.TransportError, safe: bool) -> bool:
+        """Whether a connection failure warrants another attempt."""
+        return attempt < self.policy.max_retries and (safe or never_sent(exc))
+
+
+class SyncHTTP(BaseHTTP):
     """Sends requests to one Benchwright server with retries and typed errors."""
 
     def __init__(
@@ -72,17 +120,11 @@ class SyncHTTP:
         max_retries: int = 2,
         http_client: httpx.Client | None = None,
     ) -> None:
-        self.config = config
-        self.policy = RetryPolicy(max_retries=max_retries)
-        self._timeout = DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
-        self._client = http_client or httpx.Client(timeout=self._timeout)
+        super().__init__(config, timeout=timeout, max_retries=max_retries)
+        self._client = http_client or httpx.Client(timeout=self.timeout)
         self._owns_client = http_client is None
         # An attribute rather than a direct call so tests can skip the waiting.
         self.sleep: Callable[[float], None] = time.sleep
-
-    def url(self, path: str) -> str:
-        """The absolute URL of an API path."""
-        return f"{self.config.base_url}{path}"
 
     def close(self) -> None:
         """Close the underlying connection pool if this object created it."""
@@ -105,8 +147,7 @@ class SyncHTTP:
         request is harmless: idempotent methods, and POSTs carrying an
         ``Idempotency-Key`` (the same key goes out on every attempt).
         """
-        merged = httpx.Headers(base_headers(self.config))
-        merged.update(headers or {})
+        merged = self.headers(headers)
         safe = is_retry_safe(method, merged) if retry_safe is None else retry_safe
         url = self.url(path)
         query = clean_params(params)
@@ -114,22 +155,17 @@ class SyncHTTP:
         while True:
             try:
                 response = self._client.request(
-                    method, url, params=query, json=json, headers=merged, timeout=self._timeout
+                    method, url, params=query, json=json, headers=merged, timeout=self.timeout
                 )
             except httpx.TransportError as exc:
-                if attempt < self.policy.max_retries and (safe or never_sent(exc)):
+                if self.should_retry_transport(attempt, exc, safe):
                     self.sleep(self.policy.delay(attempt))
                     attempt += 1
                     continue
                 raise connection_error(exc, url) from exc
             if response.is_success:
                 return response.json() if response.content else None
-            # 429 means the request was turned away unprocessed, so it is safe to repeat.
-            if (
-                attempt < self.policy.max_retries
-                and self.policy.retryable_status(response.status_code)
-                and (safe or response.status_code == 429)
-            ):
+            if self.should_retry(attempt, response, safe):
                 self.sleep(self.policy.delay(attempt, response))
                 attempt += 1
                 continue
@@ -147,9 +183,7 @@ class SyncHTTP:
         Failing to connect is retried like a GET; a connection that breaks mid-stream
         raises :class:`APIConnectionError` for the caller to resume from.
         """
-        merged = httpx.Headers(base_headers(self.config))
-        merged.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
-        merged.update(headers or {})
+        merged = self.sse_headers(headers)
         url = self.url(path)
         query = clean_params(params)
         attempt = 0
@@ -162,9 +196,7 @@ class SyncHTTP:
                         yield from EventSource(response).iter_sse()
                         return
                     response.read()
-                    if attempt < self.policy.max_retries and self.policy.retryable_status(
-                        response.status_code
-                    ):
+                    if self.should_retry(attempt, response, safe=True):
                         delay = self.policy.delay(attempt, response)
                     else:
                         raise error_from_response(response)

@@ -6,7 +6,7 @@ keep working (and keep exposing them as attributes) rather than fail validation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, Private
 from pydantic_core import CoreSchema, core_schema
 
 __all__ = [
+    "AsyncTaskList",
     "AttrDict",
     "BenchmarkRef",
     "EventList",
@@ -191,13 +192,16 @@ class TaskPayload(_Model):
     error: Any = None
 
 
-class TaskList(_Model):
-    """One page of a run's task rows plus the run-wide summary."""
-
+class _TaskPage(_Model):
     object: str = "list"
     summary: TaskSummary = Field(default_factory=TaskSummary)
     data: list[TaskRow] = Field(default_factory=list)
     next_page_token: str | None = None
+
+
+class TaskList(_TaskPage):
+    """One page of a run's task rows plus the run-wide summary."""
+
     _fetch_payload: Callable[[str], TaskPayload] | None = PrivateAttr(default=None)
 
     def bind(self, fetch_payload: Callable[[str], TaskPayload]) -> TaskList:
@@ -210,6 +214,23 @@ class TaskList(_Model):
         if self._fetch_payload is None:
             raise RuntimeError("this TaskList is not bound to a client")
         return self._fetch_payload(row_id)
+
+
+class AsyncTaskList(_TaskPage):
+    """:class:`TaskList` for the async client: ``await tasks.payload(row_id)``."""
+
+    _fetch_payload: Callable[[str], Awaitable[TaskPayload]] | None = PrivateAttr(default=None)
+
+    def bind(self, fetch_payload: Callable[[str], Awaitable[TaskPayload]]) -> AsyncTaskList:
+        """Attach the coroutine function ``payload`` uses; the client does this for you."""
+        self._fetch_payload = fetch_payload
+        return self
+
+    async def payload(self, row_id: str) -> TaskPayload:
+        """Fetch the full payload of one of this run's task rows (by its row ``id``)."""
+        if self._fetch_payload is None:
+            raise RuntimeError("this AsyncTaskList is not bound to a client")
+        return await self._fetch_payload(row_id)
 
 
 class RunEvent(_Model):

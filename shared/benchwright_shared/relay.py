@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import Notification, Tracking
+from eventsourcing.persistence import IntegrityError, Notification, Tracking
 from nats.js import JetStreamContext
 
 from benchwright_shared.store import BlockingStore
@@ -82,7 +82,10 @@ class Relay:
         return int(self._recorder().max_tracking_id(self._tracking_name) or 0)
 
     def _save_position(self, position: int) -> None:
-        self._recorder().insert_tracking(Tracking(self._tracking_name, position))
+        try:
+            self._recorder().insert_tracking(Tracking(self._tracking_name, position))
+        except IntegrityError:
+            pass  # another relay (or an earlier life of this one) got there first
 
     def _select(self, start: int) -> list[Notification]:
         return list(

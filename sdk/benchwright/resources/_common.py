@@ -11,9 +11,11 @@ from urllib.parse import quote
 from httpx_sse import ServerSentEvent
 
 from .._models import RunEvent
+from .._retry import RetryPolicy
 
 __all__ = [
     "LAUNCH_PASSTHROUGH",
+    "StreamCursor",
     "launch_body",
     "new_idempotency_key",
     "parse_sse_event",
@@ -92,3 +94,36 @@ def parse_sse_event(run_id: str, sse: ServerSentEvent) -> RunEvent | None:
     return RunEvent.model_validate(
         {"run_id": run_id, "seq": int(sse.id), "type": sse.event, "data": data}
     )
+
+
+class StreamCursor:
+    """Where a run's event stream got to, so a dropped connection resumes exactly.
+
+    The server may ignore ``Last-Event-ID`` and replay from the start; ``seq`` is
+    monotonic, so dropping anything at or below the last yielded seq is exact.
+    """
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+        self.last_seq = -1
+        self.failures = 0
+
+    def resume_headers(self) -> dict[str, str] | None:
+        """Headers for (re)connecting: ``Last-Event-ID`` once something was seen."""
+        return {"Last-Event-ID": str(self.last_seq)} if self.last_seq >= 0 else None
+
+    def accept(self, event: RunEvent | None) -> bool:
+        """Whether ``event`` is new; records it as the resume point if so."""
+        if event is None or event.seq <= self.last_seq:
+            return False
+        self.last_seq = event.seq
+        self.failures = 0
+        return True
+
+    def next_delay(self) -> float | None:
+        """The wait before reconnecting, or ``None`` when the retry budget is spent."""
+        if self.failures >= self._policy.max_retries:
+            return None
+        delay = self._policy.delay(self.failures)
+        self.failures += 1
+        return delay

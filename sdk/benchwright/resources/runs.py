@@ -10,6 +10,7 @@ from .._errors import APIConnectionError, WaitTimeoutError
 from .._http import SyncHTTP
 from .._models import EventList, Run, RunEvent, RunList, TaskList, TaskPayload, TaskRow
 from ._common import (
+    StreamCursor,
     launch_body,
     new_idempotency_key,
     parse_sse_event,
@@ -114,27 +115,20 @@ class Runs:
         A dropped connection is resumed (``Last-Event-ID``) up to ``max_retries`` times
         in a row; events already yielded are never yielded again.
         """
-        last_seq = -1
-        failures = 0
+        cursor = StreamCursor(self._http.policy)
         path = f"/v1/runs/{path_id(run_id)}/stream"
         while True:
-            headers = {"Last-Event-ID": str(last_seq)} if last_seq >= 0 else None
             try:
-                for sse in self._http.sse(path, headers=headers):
+                for sse in self._http.sse(path, headers=cursor.resume_headers()):
                     event = parse_sse_event(run_id, sse)
-                    # A resumed stream may replay from the start if the server ignores
-                    # Last-Event-ID; seq is monotonic, so skipping old ones is exact.
-                    if event is None or event.seq <= last_seq:
-                        continue
-                    last_seq = event.seq
-                    failures = 0
-                    yield event
+                    if event is not None and cursor.accept(event):
+                        yield event
                 return
             except APIConnectionError:
-                if failures >= self._http.policy.max_retries:
+                delay = cursor.next_delay()
+                if delay is None:
                     raise
-                self._http.sleep(self._http.policy.delay(failures))
-                failures += 1
+                self._http.sleep(delay)
 
     def events(
         self,

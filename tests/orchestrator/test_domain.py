@@ -1,0 +1,68 @@
+"""The Run aggregate and scoring rules, with no I/O."""
+
+import uuid
+
+import pytest
+
+from benchwright_orchestrator.domain import Run, RunAlreadyFinishedError
+from benchwright_shared.scoring import aggregate_any_pass, percentile, summarize
+
+
+def new_run() -> Run:
+    return Run(
+        run_id=str(uuid.uuid4()),
+        account="acct",
+        mode="pinned",
+        benchmark_id="bm_x",
+        benchmark_name="X",
+        subset_id="sub_x",
+        subset_slug="test",
+        impl_id=None,
+        sut={"model": "m", "provider": "p"},
+        limit=5,
+        metadata={},
+        idempotency_key=None,
+    )
+
+
+def test_run_launched_is_seq_zero_and_phases_count_invocations() -> None:
+    run = new_run()
+    run.start_pipeline(["fetch"])
+    assert run.start_phase("atomize") == 1
+    run.complete_phase(phase="atomize", duration_ms=3)
+    assert run.start_phase("atomize") == 2
+    events = run.collect_events()
+    assert type(events[0]).__name__ == "RunLaunched"
+    assert [e.originator_version - 1 for e in events] == list(range(len(events)))
+    assert [type(e).__name__ for e in events][1:] == [
+        "PipelineStarted", "PhaseStarted", "PhaseCompleted", "PhaseStarted"
+    ]
+
+
+def test_finished_run_takes_no_more_pipeline_events() -> None:
+    run = new_run()
+    run.finish(status="ok", duration_ms=1, summary={})
+    with pytest.raises(RunAlreadyFinishedError):
+        run.start_phase("fetch")
+
+
+def test_any_pass_takes_the_best_trial_and_errs_only_when_all_err() -> None:
+    assert aggregate_any_pass([0.0, 1.0, None]) == (1.0, "pass")
+    assert aggregate_any_pass([0.0, 0.5]) == (0.5, "fail")
+    assert aggregate_any_pass([None, None]) == (None, "err")
+
+
+def test_summary_excludes_errors_from_the_pass_rate() -> None:
+    summary = summarize([("pass", 10), ("fail", 20), ("err", 30), ("pass", 40)])
+    assert summary["total"] == 4
+    assert (summary["passed"], summary["failed"], summary["errored"]) == (2, 1, 1)
+    assert summary["pass_rate"] == pytest.approx(2 / 3)
+    assert summary["duration_ms_p50"] == 20
+    assert summary["duration_ms_p95"] == 40
+    assert summarize([])["pass_rate"] is None
+
+
+def test_percentile_is_nearest_rank() -> None:
+    assert percentile(list(range(1, 101)), 95) == 95
+    assert percentile([7], 50) == 7
+    assert percentile([], 50) is None
