@@ -166,13 +166,20 @@ async def run_once(client: httpx.AsyncClient, fake_url: str, limit: int) -> RunF
     wall = time.perf_counter() - started
 
     events = (
-        await client.get(
-            f"/v1/runs/{run_id}/events",
-            params={"types": "PhaseCompleted,DatasetTasksArtifact", "limit": 5000},
+        (
+            await client.get(
+                f"/v1/runs/{run_id}/events",
+                params={"types": "PhaseCompleted,DatasetTasksArtifact", "limit": 5000},
+            )
         )
-    ).raise_for_status().json()["data"]
-    phases = {e["data"]["phase"]: int(e["data"]["duration_ms"])
-              for e in events if e["type"] == "PhaseCompleted"}
+        .raise_for_status()
+        .json()["data"]
+    )
+    phases = {
+        e["data"]["phase"]: int(e["data"]["duration_ms"])
+        for e in events
+        if e["type"] == "PhaseCompleted"
+    }
     dataset = next((e["data"] for e in events if e["type"] == "DatasetTasksArtifact"), {})
     tasks = (await client.get(f"/v1/runs/{run_id}/tasks", params={"limit": 1})).raise_for_status()
     return RunFigures(
@@ -199,8 +206,9 @@ async def platform_runs(
         creds = await wait_for_credentials(settings.data_dir, platform_task)
         startup = time.perf_counter() - t0
         headers = {"Authorization": f"Bearer {creds['token']}"}
-        async with httpx.AsyncClient(base_url=creds["base_url"], headers=headers,
-                                     timeout=60) as client:
+        async with httpx.AsyncClient(
+            base_url=creds["base_url"], headers=headers, timeout=60
+        ) as client:
             remaining = n_tasks
             while remaining > 0:
                 figures = await run_once(client, fake_url, remaining)
@@ -225,7 +233,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="bw-bench-"))
     try:
         # The baseline goes first, while nothing else runs in this process.
-        await baseline(fake.base_url, prompts[: min(200, len(prompts))], args.concurrency)  # warm-up
+        await baseline(
+            fake.base_url, prompts[: min(200, len(prompts))], args.concurrency
+        )  # warm-up
         baseline_s = await baseline(fake.base_url, prompts, args.concurrency)
 
         settings = Settings(
@@ -261,8 +271,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     base_rate = rate(args.tasks, baseline_s)
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "benchmark": BENCHMARK,
         "concurrency": args.concurrency,
         "tasks": tasks,
@@ -283,24 +296,46 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def print_table(result: dict[str, Any]) -> None:
     rows = [
-        ("platform, end to end", result["tasks"], result["platform_e2e_s"],
-         result["platform_e2e_tasks_per_s"], result["ratio_baseline_over_e2e"]),
-        ("platform, Materialize only", result["tasks"], result["platform_materialize_s"],
-         result["platform_materialize_tasks_per_s"], result["ratio_baseline_over_materialize"]),
-        ("baseline (httpx, direct)", result["baseline_tasks"], result["baseline_s"],
-         result["baseline_tasks_per_s"], 1.0),
+        (
+            "platform, end to end",
+            result["tasks"],
+            result["platform_e2e_s"],
+            result["platform_e2e_tasks_per_s"],
+            result["ratio_baseline_over_e2e"],
+        ),
+        (
+            "platform, Materialize only",
+            result["tasks"],
+            result["platform_materialize_s"],
+            result["platform_materialize_tasks_per_s"],
+            result["ratio_baseline_over_materialize"],
+        ),
+        (
+            "baseline (httpx, direct)",
+            result["baseline_tasks"],
+            result["baseline_s"],
+            result["baseline_tasks_per_s"],
+            1.0,
+        ),
     ]
-    print(f"{result['benchmark']} against an instant fake model, concurrency "
-          f"{result['concurrency']}, {result['machine']['cpus']} CPUs, {result['date']}")
+    print(
+        f"{result['benchmark']} against an instant fake model, concurrency "
+        f"{result['concurrency']}, {result['machine']['cpus']} CPUs, {result['date']}"
+    )
     print(f"{'':28} {'tasks':>6} {'wall s':>8} {'tasks/s':>8} {'baseline/x':>10}")
     for name, tasks, wall, tps, ratio in rows:
         print(f"{name:28} {tasks:>6} {wall:>8.2f} {tps:>8.1f} {ratio:>10.1f}")
     runs = result["runs"]
-    print(f"runs: {len(runs)} ("
-          + " + ".join(f"{r['selected']} of limit {r['requested']}" for r in runs)
-          + f"; subset has {runs[0]['subset_total']} rows)")
-    print("phase totals (ms): " + ", ".join(f"{k} {v}" for k, v in result["phases_ms"].items())
-          + f"; platform start-up {result['platform_startup_s']:.1f} s (not counted)")
+    print(
+        f"runs: {len(runs)} ("
+        + " + ".join(f"{r['selected']} of limit {r['requested']}" for r in runs)
+        + f"; subset has {runs[0]['subset_total']} rows)"
+    )
+    print(
+        "phase totals (ms): "
+        + ", ".join(f"{k} {v}" for k, v in result["phases_ms"].items())
+        + f"; platform start-up {result['platform_startup_s']:.1f} s (not counted)"
+    )
     p50 = [r["summary"].get("duration_ms_p50") for r in runs]
     p95 = [r["summary"].get("duration_ms_p95") for r in runs]
     print(f"per-task duration in the sandbox (ms): p50 {p50}, p95 {p95}")
@@ -310,9 +345,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=2000, help="tasks to run (default 2000)")
     parser.add_argument(
-        "--concurrency", type=int, default=Settings.model_fields["task_concurrency"].default,
+        "--concurrency",
+        type=int,
+        default=Settings.model_fields["task_concurrency"].default,
         help="tasks at once, for the platform (task_concurrency) and the baseline (default: "
-             "the platform's default)",
+        "the platform's default)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--keep-data", action="store_true", help="keep the temp data dir")

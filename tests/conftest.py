@@ -1,6 +1,7 @@
 """Shared fixtures: real NATS and real databases, never a real model provider."""
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -62,12 +63,14 @@ async def reset_nats(url: str) -> None:
 
     nc = await nats.connect(url)
     js = nc.jetstream()
-    for stream in (subjects.COMMANDS_STREAM, subjects.EVENTS_STREAM, subjects.RUNS_STREAM,
-                   f"OBJ_{subjects.DATASETS_BUCKET}"):
-        try:
+    for stream in (
+        subjects.COMMANDS_STREAM,
+        subjects.EVENTS_STREAM,
+        subjects.RUNS_STREAM,
+        f"OBJ_{subjects.DATASETS_BUCKET}",
+    ):
+        with contextlib.suppress(NotFoundError):
             await js.delete_stream(stream)
-        except NotFoundError:
-            pass
     await nc.close()
 
 

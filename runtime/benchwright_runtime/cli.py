@@ -8,9 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchwright_shared.settings import Settings
 from benchwright_runtime.host import SERVICES, ServiceHost
 from benchwright_runtime.nats_server import EmbeddedNats
+from benchwright_shared.settings import Settings
 
 console = Console(stderr=True)
 
@@ -59,7 +59,7 @@ async def run_embedded(
             console.print(f"  data:  {settings.data_dir}")
             console.print(f"  token: saved to {creds}")
         if ready_file:
-            ready_file.write_text(settings.gateway_url)
+            await asyncio.to_thread(ready_file.write_text, settings.gateway_url)
         await _until_signalled(stop)
         if not quiet:
             console.print("shutting down…")

@@ -48,7 +48,7 @@ class EmbeddedNats:
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
-    async def start(self, timeout: float = 10.0) -> None:
+    def _spawn(self) -> subprocess.Popen[bytes]:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         config = self.store_dir / "nats-server.conf"
         config.write_text(
@@ -57,12 +57,15 @@ class EmbeddedNats:
             f'jetstream {{ store_dir: "{self.store_dir}" }}\n'
         )
         log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
+        return subprocess.Popen(
             [find_binary(), "-c", str(config)],
             stdout=log,
             stderr=log,
-            preexec_fn=_die_with_parent if os.name == "posix" else None,  # noqa: PLW1509
+            preexec_fn=_die_with_parent if os.name == "posix" else None,
         )
+
+    async def start(self, timeout: float = 10.0) -> None:
+        self.proc = await asyncio.to_thread(self._spawn)
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             if self.proc.poll() is not None:

@@ -5,6 +5,7 @@
 >>> run = bw.runs.launch(benchmark="GSM8K", sut={"model": "m", "provider": "openrouter"})
 """
 
+from ._async_client import AsyncBenchwright
 from ._client import Benchwright
 from ._config import ClientConfig, credentials_path, resolve_config
 from ._errors import (
@@ -23,6 +24,7 @@ from ._errors import (
     WaitTimeoutError,
 )
 from ._models import (
+    AsyncTaskList,
     AttrDict,
     EventList,
     ProjectionRebuild,
@@ -40,6 +42,8 @@ __all__ = [
     "APIConnectionError",
     "APIStatusError",
     "APITimeoutError",
+    "AsyncBenchwright",
+    "AsyncTaskList",
     "AttrDict",
     "AuthenticationError",
     "BadRequestError",

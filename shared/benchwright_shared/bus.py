@@ -6,6 +6,7 @@ process agrees on them whichever service starts first.
 """
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Sequence
 from datetime import timedelta
@@ -91,7 +92,11 @@ async def publish_event(broker: NatsBroker, event: Contract, *, msg_id: str) -> 
 
 
 async def ask[T: BaseModel](
-    broker: NatsBroker, query: Contract | BaseModel, reply_type: type[T], *, subject: str | None = None,
+    broker: NatsBroker,
+    query: Contract | BaseModel,
+    reply_type: type[T],
+    *,
+    subject: str | None = None,
     timeout: float = 10.0,
 ) -> T:
     """Send a query over request/reply and parse the answer."""
@@ -136,10 +141,8 @@ async def stream_last_seq(js: JetStreamContext, stream: str) -> int:
 
 
 async def delete_consumer_if_exists(js: JetStreamContext, stream: str, durable: str) -> None:
-    try:
+    with contextlib.suppress(NotFoundError):
         await js.delete_consumer(stream, durable)
-    except NotFoundError:
-        pass
 
 
 def decode(data: bytes) -> Any:

@@ -22,9 +22,7 @@ def cents_to_dollars(cents: int) -> float:
 
 def dollars_to_micros(dollars: float | Decimal | str) -> int:
     """Convert a dollar amount to micro-dollars (1e-6 USD), rounding half up."""
-    return int(
-        (Decimal(str(dollars)) * 1_000_000).quantize(Decimal(1), rounding=ROUND_HALF_UP)
-    )
+    return int((Decimal(str(dollars)) * 1_000_000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def micros_to_cents(micros: int) -> int:

@@ -90,8 +90,13 @@ async def rebuild_projection(
     )
 
 
-async def wait_position(store: ProjectionStore, blocking: BlockingStore, projection: str,
-                        position: int, timeout: float = 10.0) -> None:
+async def wait_position(
+    store: ProjectionStore,
+    blocking: BlockingStore,
+    projection: str,
+    position: int,
+    timeout: float = 10.0,
+) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while await blocking.run(store.max_position, projection) < position:
         if asyncio.get_running_loop().time() > deadline:

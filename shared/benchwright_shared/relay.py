@@ -9,6 +9,7 @@ save and the relay also polls.
 """
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -63,10 +64,8 @@ class Relay:
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
 
     async def wait_relayed(self, position: int, timeout: float = 10.0) -> None:
         """Wait until the relay has published up to ``position``."""
@@ -82,10 +81,9 @@ class Relay:
         return int(self._recorder().max_tracking_id(self._tracking_name) or 0)
 
     def _save_position(self, position: int) -> None:
-        try:
+        # Another relay (or an earlier life of this one) may have got there first.
+        with contextlib.suppress(IntegrityError):
             self._recorder().insert_tracking(Tracking(self._tracking_name, position))
-        except IntegrityError:
-            pass  # another relay (or an earlier life of this one) got there first
 
     def _select(self, start: int) -> list[Notification]:
         return list(
@@ -107,10 +105,8 @@ class Relay:
             if moved:
                 continue
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll_interval)
-            except TimeoutError:
-                pass
 
     async def _relay_once(self, js: JetStreamContext) -> bool:
         notifications = await self.store.run(self._select, self.relayed_position)

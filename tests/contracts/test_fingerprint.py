@@ -9,10 +9,24 @@ from benchwright_shared.hashing import canonical_json
 def artifacts(port: int, model: str) -> list[tuple[str, dict[str, object]]]:
     return [
         ("RunLaunched", {"anything": 1}),
-        ("DatasetTasksArtifact", {"benchmark_id": "bm", "subset_id": "s", "content_sha256": "c",
-                                  "selection": {"limit": 5}, "total_tasks": 9}),
-        ("ModelProxyArtifact", {"model_id": model, "litellm_config_yaml": "y",
-                                "proxy_url": f"http://127.0.0.1:{port}"}),
+        (
+            "DatasetTasksArtifact",
+            {
+                "benchmark_id": "bm",
+                "subset_id": "s",
+                "content_sha256": "c",
+                "selection": {"limit": 5},
+                "total_tasks": 9,
+            },
+        ),
+        (
+            "ModelProxyArtifact",
+            {
+                "model_id": model,
+                "litellm_config_yaml": "y",
+                "proxy_url": f"http://127.0.0.1:{port}",
+            },
+        ),
         ("ReportFile", {"content": "noise"}),
     ]
 

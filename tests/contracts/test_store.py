@@ -12,14 +12,14 @@ import nats
 import pytest
 from nats.js.api import DeliverPolicy
 
+from benchwright_orchestrator.application import RunsApplication, translate_notification
+from benchwright_orchestrator.domain import Run
 from benchwright_shared import subjects
 from benchwright_shared.bus import declare_streams
 from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
-from benchwright_orchestrator.application import RunsApplication, translate_notification
-from benchwright_orchestrator.domain import Run
 
 pytestmark = pytest.mark.connected
 
@@ -68,9 +68,15 @@ def launch(app: RunsApplication) -> Run:
 
     run, _ = app.launch(
         LaunchRun(
-            command_id="c", run_id=str(uuid.uuid4()), account="a", benchmark_id="bm",
-            benchmark_name="B", subset_id="s", subset_slug="t",
-            sut=SutRef(model="m", provider="local"), requested_at=datetime.now(UTC),
+            command_id="c",
+            run_id=str(uuid.uuid4()),
+            account="a",
+            benchmark_id="bm",
+            benchmark_name="B",
+            subset_id="s",
+            subset_slug="t",
+            sut=SutRef(model="m", provider="local"),
+            requested_at=datetime.now(UTC),
         )
     )
     return run
@@ -84,8 +90,13 @@ async def test_relay_publishes_in_order_and_late_subscribers_see_seq_zero(
     await declare_streams(js)
     app = RunsApplication(env=eventsourcing_env(store_settings, "orchestrator"))
     blocking = BlockingStore("t")
-    relay = Relay(service="orchestrator", app=app, store=blocking,
-                  translate=translate_notification, stream=subjects.RUNS_STREAM)
+    relay = Relay(
+        service="orchestrator",
+        app=app,
+        store=blocking,
+        translate=translate_notification,
+        stream=subjects.RUNS_STREAM,
+    )
     try:
         run = launch(app)
         run.start_pipeline(["fetch"])
@@ -98,8 +109,11 @@ async def test_relay_publishes_in_order_and_late_subscribers_see_seq_zero(
         await relay.wait_relayed(last)
 
         # A subscriber that starts after everything was relayed still sees seq 0 onwards.
-        sub = await js.subscribe(subjects.run_log_subject(run.run_id), ordered_consumer=True,
-                                 deliver_policy=DeliverPolicy.ALL)
+        sub = await js.subscribe(
+            subjects.run_log_subject(run.run_id),
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
+        )
         seqs = []
         for _ in range(302):
             msg = await sub.next_msg(timeout=5)
@@ -109,8 +123,13 @@ async def test_relay_publishes_in_order_and_late_subscribers_see_seq_zero(
         # A relay that crashed before recording its position republishes: JetStream drops it.
         await relay.stop()
         before = (await js.stream_info(subjects.RUNS_STREAM)).state.messages
-        replay = Relay(service="orchestrator", app=app, store=blocking,
-                       translate=translate_notification, stream=subjects.RUNS_STREAM)
+        replay = Relay(
+            service="orchestrator",
+            app=app,
+            store=blocking,
+            translate=translate_notification,
+            stream=subjects.RUNS_STREAM,
+        )
         await replay._relay_once(js)  # starts from 0: every item is a duplicate
         await asyncio.sleep(0.2)
         assert (await js.stream_info(subjects.RUNS_STREAM)).state.messages == before

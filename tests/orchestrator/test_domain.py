@@ -35,7 +35,10 @@ def test_run_launched_is_seq_zero_and_phases_count_invocations() -> None:
     assert type(events[0]).__name__ == "RunLaunched"
     assert [e.originator_version - 1 for e in events] == list(range(len(events)))
     assert [type(e).__name__ for e in events][1:] == [
-        "PipelineStarted", "PhaseStarted", "PhaseCompleted", "PhaseStarted"
+        "PipelineStarted",
+        "PhaseStarted",
+        "PhaseCompleted",
+        "PhaseStarted",
     ]
 
 

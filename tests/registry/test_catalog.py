@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+
 from benchwright_registry import catalog
 from benchwright_registry.catalog import (
     CatalogBenchmark,

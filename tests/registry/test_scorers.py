@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from benchwright_registry.catalog import builtin_catalog, impl_code
 
 ROOT = Path(__file__).resolve().parents[2]

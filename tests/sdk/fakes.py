@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -85,6 +85,17 @@ class BrokenStream(httpx.SyncByteStream):
         raise httpx.ReadError("connection reset by peer")
 
 
+class AsyncBrokenStream(httpx.AsyncByteStream):
+    """The async flavour of :class:`BrokenStream`."""
+
+    def __init__(self, prefix: bytes) -> None:
+        self._prefix = prefix
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._prefix
+        raise httpx.ReadError("connection reset by peer")
+
+
 def run_events(total: int = 3, status: str = "ok") -> list[dict[str, Any]]:
     """A plausible complete log for a run over ``total`` tasks."""
     outcomes = ["pass", "fail", "err"]
@@ -141,3 +152,7 @@ class FakeGateway:
     def client(self) -> httpx.Client:
         """An ``httpx.Client`` that talks to this fake."""
         return httpx.Client(transport=httpx.MockTransport(self.handler))
+
+    def async_client(self) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient`` that talks to this fake."""
+        return httpx.AsyncClient(transport=httpx.MockTransport(self.handler))

@@ -126,8 +126,16 @@ def test_api_base_is_part_of_the_sut(runner: CliRunner, gateway: FakeGateway) ->
     script_run(gateway)
     result = runner.invoke(
         app,
-        ["run", "--benchmark", "GSM8K", "--model", "me@corp/m@openai_compatible",
-         "--api-base", "http://127.0.0.1:9000/v1", "--no-wait"],
+        [
+            "run",
+            "--benchmark",
+            "GSM8K",
+            "--model",
+            "me@corp/m@openai_compatible",
+            "--api-base",
+            "http://127.0.0.1:9000/v1",
+            "--no-wait",
+        ],
     )
     assert result.exit_code == 0, result.output
     body = json.loads(gateway.seen("POST", "/v1/runs")[0].content)
@@ -149,8 +157,9 @@ def test_model_without_provider_is_a_one_line_usage_error(
 
 
 def test_api_error_is_one_line_without_traceback(runner: CliRunner, gateway: FakeGateway) -> None:
-    gateway.on("GET", "/v1/runs/missing", problem(404, "run not found", "no run 'missing'",
-                                                  field="run_id"))
+    gateway.on(
+        "GET", "/v1/runs/missing", problem(404, "run not found", "no run 'missing'", field="run_id")
+    )
     result = runner.invoke(app, ["run", "show", "missing"])
     assert result.exit_code == 1
     assert result.stderr == "error: run not found: no run 'missing' (field: run_id)\n"

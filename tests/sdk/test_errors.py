@@ -82,6 +82,6 @@ def test_unreachable_server_is_a_connection_error(sleeps: list[float]) -> None:
         http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
     )
     bw._http.sleep = sleeps.append
-    with pytest.raises(APIConnectionError, match="could not reach http://bw.test/v1/runs"):
+    with pytest.raises(APIConnectionError, match=r"could not reach http://bw\.test/v1/runs"):
         bw.runs.list()
     assert len(sleeps) == 2  # two retries after the first attempt

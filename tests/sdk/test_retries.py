@@ -67,7 +67,9 @@ def test_gives_up_after_max_retries(
 def test_post_without_a_key_is_not_retried_on_5xx(sleeps: list[float]) -> None:
     gateway = FakeGateway()
     gateway.on("POST", "/v1/things", problem(503, "unavailable", "try later"))
-    bw = Benchwright(api_key="bw_live_pat_x", base_url="http://bw.test", http_client=gateway.client())
+    bw = Benchwright(
+        api_key="bw_live_pat_x", base_url="http://bw.test", http_client=gateway.client()
+    )
     bw._http.sleep = sleeps.append
     with pytest.raises(InternalServerError):
         bw._http.request("POST", "/v1/things", json={})

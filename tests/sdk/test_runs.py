@@ -23,9 +23,7 @@ from .fakes import (
 RUN = f"/v1/runs/{RUN_ID}"
 
 
-def test_get_parses_the_run_and_keeps_unknown_fields(
-    bw: Benchwright, gateway: FakeGateway
-) -> None:
+def test_get_parses_the_run_and_keeps_unknown_fields(bw: Benchwright, gateway: FakeGateway) -> None:
     gateway.on("GET", RUN, httpx.Response(200, json=run_body("ok")))
     run = bw.runs.get(RUN_ID)
     assert run.status == "ok" and run.is_terminal

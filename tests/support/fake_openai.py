@@ -4,9 +4,6 @@ It answers GSM8K-style prompts with "The answer is <n>", where n is read from
 a table the test supplies (or 42), and counts the calls it saw.
 """
 
-import asyncio
-import contextlib
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -36,11 +33,17 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
             "object": "chat.completion",
             "model": body.get("model"),
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text},
-                 "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
             ],
-            "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                      "total_tokens": len(prompt.split()) + len(text.split())},
+            "usage": {
+                "prompt_tokens": len(prompt.split()),
+                "completion_tokens": len(text.split()),
+                "total_tokens": len(prompt.split()) + len(text.split()),
+            },
         }
 
     return app
@@ -61,8 +64,14 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "FakeOpenAIServer":
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -90,5 +99,3 @@ def gsm8k_oracle(rows: list[dict[str, Any]], correct_every: int = 2) -> Answer:
         return "The answer is 0."
 
     return answer
-
-

@@ -31,13 +31,19 @@ def oracle_model() -> Any:
 def launch_body(server: FakeOpenAIServer, limit: int = 10, **extra: Any) -> dict[str, Any]:
     return {
         "benchmark": "GSM8K",
-        "sut": {"model": "fake-gsm8k", "provider": "openai_compatible", "api_base": server.base_url},
+        "sut": {
+            "model": "fake-gsm8k",
+            "provider": "openai_compatible",
+            "api_base": server.base_url,
+        },
         "metadata": {"limit": limit},
         **extra,
     }
 
 
-async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: FakeOpenAIServer) -> None:
+async def test_pinned_run_scores_every_task(
+    platform: Platform, oracle_model: FakeOpenAIServer
+) -> None:
     client = platform.client
     assert client
     response = await client.post(
@@ -63,7 +69,9 @@ async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: Fa
     failed = (await client.get(f"/v1/runs/{run['id']}/tasks", params={"passed": "false"})).json()
     assert {t["index"] for t in failed["data"]} == {1, 3, 5, 7, 9}
 
-    payload = (await client.get(f"/v1/runs/{run['id']}/tasks/{tasks['data'][0]['id']}/payload")).json()
+    payload = (
+        await client.get(f"/v1/runs/{run['id']}/tasks/{tasks['data'][0]['id']}/payload")
+    ).json()
     assert payload["expected"] == gsm8k_rows()[0]["expected"]
     assert "question" in payload["input"]
     assert "The answer is" in payload["output"]
@@ -71,7 +79,9 @@ async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: Fa
     # The scorer reached the model only through the proxy, with the run's fake key.
     assert all(a == "" or not a.startswith("Bearer bw_proxy_") for a in oracle_model.state["auth"])
 
-    events = (await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})).json()["data"]
+    events = (await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})).json()[
+        "data"
+    ]
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert events[0]["type"] == "RunLaunched"
     assert events[1]["type"] == "PipelineStarted"
@@ -80,18 +90,27 @@ async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: Fa
     completed = [e["data"]["phase"] for e in events if e["type"] == "PhaseCompleted"]
     assert started == completed == PINNED_PHASES
     types = {e["type"] for e in events}
-    for expected_type in ("SandboxCreated", "SandboxKilled", "DatasetTasksArtifact",
-                          "ModelProxyArtifact", "MaterializeTaskResult",
-                          "MaterializeTaskAggregated", "ReportFile"):
+    for expected_type in (
+        "SandboxCreated",
+        "SandboxKilled",
+        "DatasetTasksArtifact",
+        "ModelProxyArtifact",
+        "MaterializeTaskResult",
+        "MaterializeTaskAggregated",
+        "ReportFile",
+    ):
         assert expected_type in types
     created = next(e for e in events if e["type"] == "SandboxCreated")
     assert created["data"]["metadata"]["benchwright_role"] == "work"
     # No secret ever reaches the log.
     assert "bw_proxy_" not in json.dumps(events)
 
-    paged = (await client.get(
-        f"/v1/runs/{run['id']}/events", params={"after_seq": 3, "types": "PhaseStarted", "limit": 2}
-    )).json()
+    paged = (
+        await client.get(
+            f"/v1/runs/{run['id']}/events",
+            params={"after_seq": 3, "types": "PhaseStarted", "limit": 2},
+        )
+    ).json()
     assert [e["type"] for e in paged["data"]] == ["PhaseStarted", "PhaseStarted"]
     assert all(e["seq"] > 3 for e in paged["data"]) and paged["has_more"] is True
 
@@ -110,7 +129,9 @@ async def test_pinned_run_scores_every_task(platform: Platform, oracle_model: Fa
     )
     assert again.status_code == 200 and again.json()["id"] == run["id"]
     reused = await client.post(
-        "/v1/runs", json=launch_body(oracle_model, limit=3), headers={"Idempotency-Key": "first-run"}
+        "/v1/runs",
+        json=launch_body(oracle_model, limit=3),
+        headers={"Idempotency-Key": "first-run"},
     )
     assert reused.status_code == 409
     listed = (await client.get("/v1/runs")).json()["data"]

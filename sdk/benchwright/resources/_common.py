@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -10,32 +11,19 @@ from urllib.parse import quote
 
 from httpx_sse import ServerSentEvent
 
-from .._models import RunEvent
+from .._errors import WaitTimeoutError
+from .._models import Run, RunEvent
 from .._retry import RetryPolicy
 
 __all__ = [
-    "LAUNCH_PASSTHROUGH",
     "StreamCursor",
+    "WaitClock",
     "launch_body",
     "new_idempotency_key",
     "parse_sse_event",
     "path_id",
     "types_param",
 ]
-
-# Launch fields the SDK forwards untouched; the server validates them.
-LAUNCH_PASSTHROUGH = (
-    "request",
-    "replay",
-    "driver",
-    "harness",
-    "compute",
-    "limits",
-    "trials",
-    "constraints",
-    "hints",
-    "phase_models",
-)
 
 
 def path_id(value: str) -> str:
@@ -127,3 +115,25 @@ class StreamCursor:
         delay = self._policy.delay(self.failures)
         self.failures += 1
         return delay
+
+
+class WaitClock:
+    """Paces ``runs.wait``: how long to sleep before the next poll, and when to give up."""
+
+    def __init__(self, run_id: str, timeout: float | None, poll_interval: float) -> None:
+        self._run_id = run_id
+        self._timeout = timeout
+        self._poll_interval = poll_interval
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+
+    def next_delay(self, run: Run) -> float:
+        """Seconds until the next poll of a still-running ``run``.
+
+        Raises :class:`WaitTimeoutError` once the deadline has passed.
+        """
+        if self._deadline is None or self._timeout is None:
+            return self._poll_interval
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise WaitTimeoutError(self._run_id, self._timeout, run.status)
+        return min(self._poll_interval, remaining)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .._errors import APIConnectionError, WaitTimeoutError
+from .._errors import APIConnectionError
 from .._http import SyncHTTP
 from .._models import EventList, Run, RunEvent, RunList, TaskList, TaskPayload, TaskRow
 from ._common import (
     StreamCursor,
+    WaitClock,
     launch_body,
     new_idempotency_key,
     parse_sse_event,
@@ -55,25 +55,25 @@ class Runs:
         ``idempotency_key`` one is generated, so the SDK's own retries can never launch
         (and bill) the same run twice; pass your own to make *your* retries safe too.
         """
-        passthrough = {
-            "request": request,
-            "replay": replay,
-            "driver": driver,
-            "harness": harness,
-            "compute": compute,
-            "limits": limits,
-            "trials": trials,
-            "constraints": constraints,
-            "hints": hints,
-            "phase_models": phase_models,
-        }
         body = launch_body(
             benchmark=benchmark,
             subset=subset,
             impl=impl,
             sut=sut,
             metadata=metadata,
-            extra={**passthrough, **extra},
+            extra={
+                "request": request,
+                "replay": replay,
+                "driver": driver,
+                "harness": harness,
+                "compute": compute,
+                "limits": limits,
+                "trials": trials,
+                "constraints": constraints,
+                "hints": hints,
+                "phase_models": phase_models,
+                **extra,
+            },
         )
         key = idempotency_key or new_idempotency_key()
         data = self._http.request("POST", "/v1/runs", json=body, headers={"Idempotency-Key": key})
@@ -96,18 +96,12 @@ class Runs:
         Raises :class:`~benchwright.WaitTimeoutError` (a ``TimeoutError``) after
         ``timeout`` seconds; the run itself carries on.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        clock = WaitClock(run_id, timeout, poll_interval)
         while True:
             run = self.get(run_id)
             if run.is_terminal:
                 return run
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise WaitTimeoutError(run_id, timeout or 0.0, run.status)
-                self._http.sleep(min(poll_interval, remaining))
-            else:
-                self._http.sleep(poll_interval)
+            self._http.sleep(clock.next_delay(run))
 
     def stream(self, run_id: str) -> Iterator[RunEvent]:
         """Yield the run's events live, from the start, until the run is terminal.

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_billing.projections import LedgerProjection, run_cost
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.contracts import GetRunCost, RebuildProjection, RebuildResult, RunCost
@@ -12,7 +13,6 @@ from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.projection_runner import rebuild_projection, register_projection
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_billing.projections import LedgerProjection, run_cost
 
 
 @dataclass

@@ -6,9 +6,9 @@ id), so even a duplicate that reached the stream twice is counted once.
 
 from typing import Any
 
+from benchwright_billing.domain import CostLine, validate
 from benchwright_shared import subjects
 from benchwright_shared.projection import Projection, ViewCursor
-from benchwright_billing.domain import CostLine, validate
 
 LEDGER_SUBJECTS = (subjects.MODEL_USAGE_RECORDED, subjects.SANDBOX_KILLED)
 
@@ -33,8 +33,13 @@ class LedgerProjection(Projection):
             f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (entry_id) DO NOTHING",
             [
-                entry_id, line.account, line.run_id, line.source, line.micros,
-                line.prompt_tokens, line.completion_tokens,
+                entry_id,
+                line.account,
+                line.run_id,
+                line.source,
+                line.micros,
+                line.prompt_tokens,
+                line.completion_tokens,
             ],
         )
 
@@ -69,8 +74,14 @@ def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:
         f"SUM(completion_tokens) AS ct FROM {cur.table('ledger')} WHERE run_id = ? GROUP BY source",
         [run_id],
     )
-    out = {"model_micros": 0, "sandbox_micros": 0, "driver_micros": 0, "model_calls": 0,
-           "prompt_tokens": 0, "completion_tokens": 0}
+    out = {
+        "model_micros": 0,
+        "sandbox_micros": 0,
+        "driver_micros": 0,
+        "model_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
     for row in cur.fetchall():
         out[f"{row['source']}_micros"] = int(row["micros"] or 0)
         if row["source"] == "model":

@@ -11,6 +11,12 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_gateway.api import admin, errors, runs
+from benchwright_gateway.api.auth import Principal, principal_dependency
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.application import GatewayApplication
+from benchwright_gateway.domain import ALL_SCOPES
+from benchwright_gateway.projections import RunsProjection
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.contracts import RebuildResult
@@ -18,12 +24,6 @@ from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.projection_runner import rebuild_projection, register_projection
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
-from benchwright_gateway.api import admin, errors, runs
-from benchwright_gateway.api.auth import Principal, principal_dependency
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.application import GatewayApplication
-from benchwright_gateway.domain import ALL_SCOPES
-from benchwright_gateway.projections import RunsProjection
 
 CREDENTIALS_FILE = "credentials.json"
 
@@ -98,7 +98,9 @@ class GatewayService:
                     saved["base_url"] = self.settings.gateway_url
                     _write_private(path, json.dumps(saved, indent=2))
                 return path
-        token = self.app.mint_token(self.settings.default_account, list(ALL_SCOPES), "admin (benchwright up)")
+        token = self.app.mint_token(
+            self.settings.default_account, list(ALL_SCOPES), "admin (benchwright up)"
+        )
         _write_private(
             path, json.dumps({"base_url": self.settings.gateway_url, "token": token}, indent=2)
         )

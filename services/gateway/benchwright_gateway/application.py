@@ -5,8 +5,8 @@ import uuid
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
 
-from benchwright_shared.ids import new_pat
 from benchwright_gateway.domain import AccessToken, IdempotencyRecord, token_hash
+from benchwright_shared.ids import new_pat
 
 
 class GatewayApplication(Application[uuid.UUID]):

@@ -44,36 +44,53 @@ class RunsProjection(Projection):
                 [message.get("seq", 0), message["run_id"], message.get("seq", 0)],
             )
 
-    def _on_RunLaunched(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_RunLaunched(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"INSERT INTO {cur.table('runs')} (run_id, account, status, benchmark_id, "
             "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at) "
             "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
             [
-                run_id, d["account"], d["benchmark_id"], d["benchmark_name"], d["subset_id"],
-                d["subset_slug"], d.get("impl_id"), json.dumps(d["sut"]),
-                json.dumps(d.get("metadata") or {}), m["ts"],
+                run_id,
+                d["account"],
+                d["benchmark_id"],
+                d["benchmark_name"],
+                d["subset_id"],
+                d["subset_slug"],
+                d.get("impl_id"),
+                json.dumps(d["sut"]),
+                json.dumps(d.get("metadata") or {}),
+                m["ts"],
             ],
         )
 
-    def _on_PhaseStarted(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_PhaseStarted(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET phase = ? WHERE run_id = ? AND status = 'running'",
             [d["phase"], run_id],
         )
 
-    def _on_DatasetTasksArtifact(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_DatasetTasksArtifact(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET selected_tasks = ? WHERE run_id = ?",
             [d["selected_tasks"], run_id],
         )
 
-    def _on_SetupArtifact(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_SetupArtifact(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET impl_id = ? WHERE run_id = ?", [d["impl_id"], run_id]
         )
 
-    def _on_MaterializeTaskResult(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_MaterializeTaskResult(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, output, "
             "error_type, error, duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -81,31 +98,50 @@ class RunsProjection(Projection):
             "error_type = excluded.error_type, error = excluded.error, "
             "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta",
             [
-                run_id, d.get("invocation", 1), d["index"], d["task_id"], d.get("output"),
-                d.get("error_type"), d.get("error"), d.get("duration_ms", 0),
+                run_id,
+                d.get("invocation", 1),
+                d["index"],
+                d["task_id"],
+                d.get("output"),
+                d.get("error_type"),
+                d.get("error"),
+                d.get("duration_ms", 0),
                 json.dumps(d.get("score_meta") or {}),
             ],
         )
 
-    def _on_MaterializeTaskAggregated(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_MaterializeTaskAggregated(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, score, outcome, "
             "trial_scores) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
             "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
             "trial_scores = excluded.trial_scores",
             [
-                run_id, d.get("invocation", 1), d["index"], d["task_id"], d.get("score"),
-                d["outcome"], json.dumps(d.get("trial_scores") or []),
+                run_id,
+                d.get("invocation", 1),
+                d["index"],
+                d["task_id"],
+                d.get("score"),
+                d["outcome"],
+                json.dumps(d.get("trial_scores") or []),
             ],
         )
 
-    def _on_PipelineFinished(self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]) -> None:
+    def _on_PipelineFinished(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET status = ?, phase = NULL, finished_at = ?, "
             "summary = ?, error_type = ?, detail = ? WHERE run_id = ?",
             [
-                d["status"], m["ts"], json.dumps(d.get("summary") or {}), d.get("error_type"),
-                d.get("detail"), run_id,
+                d["status"],
+                m["ts"],
+                json.dumps(d.get("summary") or {}),
+                d.get("error_type"),
+                d.get("detail"),
+                run_id,
             ],
         )
 

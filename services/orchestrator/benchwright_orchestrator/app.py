@@ -4,14 +4,14 @@ from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_orchestrator import handlers
+from benchwright_orchestrator.application import RunsApplication, translate_notification
+from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
-from benchwright_orchestrator import handlers
-from benchwright_orchestrator.application import RunsApplication, translate_notification
-from benchwright_orchestrator.runner import Orchestrator
 
 
 @dataclass

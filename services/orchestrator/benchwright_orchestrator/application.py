@@ -5,14 +5,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
-
-from benchwright_shared.relay import RelayedApplication
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import Notification, RecordConflictError
 
+from benchwright_orchestrator.domain import Run
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
-from benchwright_orchestrator.domain import Run
+from benchwright_shared.relay import RelayedApplication
 
 _ENVELOPE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
@@ -35,7 +34,7 @@ class RunsApplication(RelayedApplication):
     name = "orchestrator"
     is_snapshotting_enabled = True
     # Loading a long run stays cheap: a snapshot every few thousand events.
-    snapshotting_intervals = {Run: 2000}  # noqa: RUF012
+    snapshotting_intervals = {Run: 2000}
 
     def launch(self, command: LaunchRun) -> tuple[Run, bool]:
         """Create the run for ``command``; (run, created). A repeat returns the stored run."""

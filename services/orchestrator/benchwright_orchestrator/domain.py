@@ -12,7 +12,14 @@ from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.scoring import aggregate_any_pass, summarize
 
-__all__ = ["TERMINAL_STATUSES", "Run", "RunAlreadyFinishedError", "RunError", "aggregate_any_pass", "summarize"]
+__all__ = [
+    "TERMINAL_STATUSES",
+    "Run",
+    "RunAlreadyFinishedError",
+    "RunError",
+    "aggregate_any_pass",
+    "summarize",
+]
 
 TERMINAL_STATUSES = ("ok", "error")
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from faststream.nats import NatsMessage, NatsRouter
 
+from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber, event_listener
 from benchwright_shared.contracts import (
@@ -18,7 +19,6 @@ from benchwright_shared.contracts import (
     SandboxTaskResults,
     SandboxTasksFinished,
 )
-from benchwright_orchestrator.runner import Orchestrator
 
 REPLY_TYPES: dict[str, type[Contract]] = {
     cls.subject: cls

@@ -17,6 +17,9 @@ from typing import Any
 
 from faststream.nats import NatsBroker
 
+from benchwright_orchestrator.application import RunsApplication
+from benchwright_orchestrator.domain import Run, aggregate_any_pass, summarize
+from benchwright_orchestrator.replies import Replies
 from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
     AttachModel,
@@ -43,9 +46,6 @@ from benchwright_shared.hashing import canonical_json, sha256_hex
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_orchestrator.application import RunsApplication
-from benchwright_orchestrator.domain import Run, aggregate_any_pass, summarize
-from benchwright_orchestrator.replies import Replies
 
 PINNED_PHASES = ["fetch", "setup", "attach", "materialize", "report"]
 COMMAND_TIMEOUT_S = 120.0
@@ -189,7 +189,9 @@ class RunPipeline:
                 backend="local",
                 files=[
                     SandboxFile(path="task_impl.py", content=impl.code),
-                    SandboxFile(path="tasks.jsonl", bucket=rows.bucket, object_name=rows.object_name),
+                    SandboxFile(
+                        path="tasks.jsonl", bucket=rows.bucket, object_name=rows.object_name
+                    ),
                 ],
             )
         )

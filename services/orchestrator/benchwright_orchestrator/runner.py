@@ -5,14 +5,14 @@ import logging
 
 from faststream.nats import NatsBroker
 
-from benchwright_shared.contracts import GetRunEvents, LaunchRun, RunEventsPage
-from benchwright_shared.relay import Relay
-from benchwright_shared.settings import Settings
-from benchwright_shared.store import BlockingStore
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.replies import Replies
+from benchwright_shared.contracts import GetRunEvents, LaunchRun, RunEventsPage
+from benchwright_shared.relay import Relay
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_shared.settings import Settings
-from benchwright_shared.store import BlockingStore, eventsourcing_env
 from benchwright_proxy import handlers
 from benchwright_proxy.application import ProxyApplication
 from benchwright_proxy.service import ProxyRuntime
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore, eventsourcing_env
 
 
 @dataclass

@@ -7,8 +7,8 @@ import yaml
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
 
-from benchwright_shared.contracts import SutRef
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, new_key, parse_key
+from benchwright_shared.contracts import SutRef
 
 
 def model_id_for(sut: SutRef) -> str:

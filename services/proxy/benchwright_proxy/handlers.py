@@ -2,10 +2,10 @@
 
 from faststream.nats import NatsRouter
 
+from benchwright_proxy.service import ProxyRuntime
 from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber
 from benchwright_shared.contracts import AttachModel, DetachModel
-from benchwright_proxy.service import ProxyRuntime
 
 SERVICE = "proxy"
 

@@ -14,10 +14,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from benchwright_shared.contracts import ModelUsageRecorded, SutRef
-from benchwright_shared.settings import Settings
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
+from benchwright_shared.contracts import ModelUsageRecorded, SutRef
+from benchwright_shared.settings import Settings
 
 Authenticate = Callable[[str], Awaitable[ModelBinding]]
 RecordUsage = Callable[[ModelUsageRecorded], None]
@@ -75,7 +75,9 @@ def build_http_app(
         if not isinstance(body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
         if body.get("stream"):
-            return _error(400, "streaming is not supported by this proxy yet", "invalid_request_error")
+            return _error(
+                400, "streaming is not supported by this proxy yet", "invalid_request_error"
+            )
         sut = SutRef.model_validate(binding.sut)
         started = time.perf_counter()
         status = 200

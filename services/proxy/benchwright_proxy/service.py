@@ -7,14 +7,14 @@ import logging
 import uvicorn
 from faststream.nats import NatsBroker
 
-from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, ModelUsageRecorded
-from benchwright_shared.settings import Settings
-from benchwright_shared.store import BlockingStore
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.domain import ModelBinding
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.providers import ProviderError, known_provider
+from benchwright_shared.bus import publish_event
+from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, ModelUsageRecorded
+from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
 

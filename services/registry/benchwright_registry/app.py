@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from faststream.nats import NatsBroker, NatsRouter
 from nats.js.errors import NotFoundError as ObjectNotFoundError
 
+from benchwright_registry.application import RegistryApplication, load_builtin_catalog
+from benchwright_registry.projections import RunSummariesProjection
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.contracts import (
@@ -23,8 +25,6 @@ from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.projection_runner import rebuild_projection, register_projection
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_registry.application import RegistryApplication, load_builtin_catalog
-from benchwright_registry.projections import RunSummariesProjection
 
 
 @dataclass
@@ -88,9 +88,11 @@ class RegistryService:
         self.broker = broker
         catalog = await asyncio.to_thread(load_builtin_catalog)
         js = jetstream(broker)
-        store = await js.create_object_store(subjects.DATASETS_BUCKET) if not await _has_bucket(
-            js
-        ) else await js.object_store(subjects.DATASETS_BUCKET)
+        store = (
+            await js.create_object_store(subjects.DATASETS_BUCKET)
+            if not await _has_bucket(js)
+            else await js.object_store(subjects.DATASETS_BUCKET)
+        )
         for subset in catalog.subsets.values():
             try:
                 info = await store.get_info(subset.object_name)

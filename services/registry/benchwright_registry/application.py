@@ -2,6 +2,14 @@
 
 import logging
 
+from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
+from benchwright_registry.domain import (
+    Benchmark,
+    Catalog,
+    ResolutionError,
+    make_benchmark,
+    make_subset,
+)
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     GetImpl,
@@ -12,14 +20,6 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.contracts.base import Problem
 from benchwright_shared.subjects import DATASETS_BUCKET
-from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
-from benchwright_registry.domain import (
-    Benchmark,
-    Catalog,
-    ResolutionError,
-    make_benchmark,
-    make_subset,
-)
 
 log = logging.getLogger(__name__)
 MAX_ROWS_PER_REPLY = 200
@@ -43,14 +43,15 @@ def load_builtin_catalog() -> Catalog:
                 continue
             subsets.append(
                 make_subset(
-                    bm.benchmark_id, sub.slug, sub.name, rows,
+                    bm.benchmark_id,
+                    sub.slug,
+                    sub.name,
+                    rows,
                     [(f"{sub.scorer} (built-in)", impl_code(sub.scorer))],
                 )
             )
         if subsets:
-            benchmarks.append(
-                Benchmark(**{**bm.__dict__, "subsets": tuple(subsets)})
-            )
+            benchmarks.append(Benchmark(**{**bm.__dict__, "subsets": tuple(subsets)}))
     return Catalog(benchmarks)
 
 

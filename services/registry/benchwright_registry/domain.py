@@ -59,12 +59,18 @@ def rows_to_jsonl(rows: list[dict[str, Any]]) -> bytes:
 
 
 def make_subset(
-    benchmark_id: str, slug: str, name: str, rows: list[dict[str, Any]], scorers: list[tuple[str, str]]
+    benchmark_id: str,
+    slug: str,
+    name: str,
+    rows: list[dict[str, Any]],
+    scorers: list[tuple[str, str]],
 ) -> Subset:
     """A subset whose id is a hash of its tasks: same rows, same id, anywhere."""
     jsonl = rows_to_jsonl(rows)
     impls = tuple(
-        Impl(impl_id=impl_id_for(benchmark_id, code), code=code, sha256=sha256_hex(code), label=label)
+        Impl(
+            impl_id=impl_id_for(benchmark_id, code), code=code, sha256=sha256_hex(code), label=label
+        )
         for label, code in scorers
     )
     return Subset(
@@ -108,7 +114,10 @@ class Catalog:
         found = self.benchmarks.get(benchmark) or self._by_name.get(benchmark.strip().lower())
         if found is None:
             raise ResolutionError(
-                404, "benchmark not found", f"no benchmark with id or name {benchmark!r}", "benchmark"
+                404,
+                "benchmark not found",
+                f"no benchmark with id or name {benchmark!r}",
+                "benchmark",
             )
         if not found.subsets:
             raise ResolutionError(409, "benchmark has no subsets", found.name, "benchmark")
@@ -117,7 +126,8 @@ class Catalog:
             matches = [s for s in found.subsets if subset in (s.subset_id, s.slug)]
             if not matches:
                 raise ResolutionError(
-                    404, "subset not found",
+                    404,
+                    "subset not found",
                     f"{found.name} has no subset {subset!r}; it has "
                     f"{', '.join(s.slug for s in found.subsets)}",
                     "subset",
@@ -128,6 +138,8 @@ class Catalog:
         if impl is not None and impl != "latest:official":
             matching = [i for i in chosen.impls if i.impl_id == impl]
             if not matching:
-                raise ResolutionError(404, "impl not found", f"no impl {impl!r} for this subset", "impl")
+                raise ResolutionError(
+                    404, "impl not found", f"no impl {impl!r} for this subset", "impl"
+                )
             picked = matching[0]
         return found, chosen, picked

@@ -32,12 +32,18 @@ class RunSummariesProjection(Projection):
                 "launched_subset_id, impl_seen, status) VALUES (?, ?, ?, ?, ?, ?, 'running') "
                 "ON CONFLICT (run_id) DO NOTHING",
                 [
-                    run_id, data.get("account", ""), f"{sut.get('provider')}/{sut.get('model')}",
-                    data.get("benchmark_id"), data.get("subset_id"), data.get("impl_id"),
+                    run_id,
+                    data.get("account", ""),
+                    f"{sut.get('provider')}/{sut.get('model')}",
+                    data.get("benchmark_id"),
+                    data.get("subset_id"),
+                    data.get("impl_id"),
                 ],
             )
         elif kind == "SetupArtifact":
-            cur.execute(f"UPDATE {table} SET impl_seen = ? WHERE run_id = ?", [data.get("impl_id"), run_id])
+            cur.execute(
+                f"UPDATE {table} SET impl_seen = ? WHERE run_id = ?", [data.get("impl_id"), run_id]
+            )
         elif kind == "PipelineFinished":
             summary = data.get("summary") or {}
             cur.execute(

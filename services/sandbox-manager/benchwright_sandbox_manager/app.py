@@ -4,14 +4,14 @@ from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_sandbox_manager import handlers
+from benchwright_sandbox_manager.application import SandboxesApplication, translate_notification
+from benchwright_sandbox_manager.manager import SandboxManager
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
-from benchwright_sandbox_manager import handlers
-from benchwright_sandbox_manager.application import SandboxesApplication, translate_notification
-from benchwright_sandbox_manager.manager import SandboxManager
 
 
 @dataclass

@@ -5,12 +5,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
-
-from benchwright_shared.relay import RelayedApplication
 from eventsourcing.persistence import Notification
 
-from benchwright_shared.contracts import SandboxCreated, SandboxKilled
 from benchwright_sandbox_manager.domain import Sandbox
+from benchwright_shared.contracts import SandboxCreated, SandboxKilled
+from benchwright_shared.relay import RelayedApplication
 
 
 class SandboxesApplication(RelayedApplication):

@@ -2,10 +2,10 @@
 
 from faststream.nats import NatsRouter
 
+from benchwright_sandbox_manager.manager import SandboxManager
 from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber
 from benchwright_shared.contracts import CreateSandbox, KillSandbox, RunTasks
-from benchwright_sandbox_manager.manager import SandboxManager
 
 SERVICE = "sandbox-manager"
 

@@ -7,6 +7,10 @@ import time
 
 from faststream.nats import NatsBroker
 
+from benchwright_sandbox_manager.application import SandboxesApplication
+from benchwright_sandbox_manager.backends import get_backend
+from benchwright_sandbox_manager.ports import BackendError, SandboxBackend
+from benchwright_sandbox_manager.runtime import runtime_files
 from benchwright_shared.bus import jetstream, publish_event
 from benchwright_shared.contracts import (
     CreateSandbox,
@@ -20,10 +24,6 @@ from benchwright_shared.contracts import (
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_sandbox_manager.application import SandboxesApplication
-from benchwright_sandbox_manager.backends import get_backend
-from benchwright_sandbox_manager.ports import BackendError, SandboxBackend
-from benchwright_sandbox_manager.runtime import runtime_files
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +119,16 @@ class SandboxManager:
             return
         backend = self.backend(sandbox.backend)
         argv = [
-            "python", "-E", "-s", "bench_runner.py",
-            "--impl", command.impl_path, "--data", command.data_path,
-            "--concurrency", str(command.concurrency),
+            "python",
+            "-E",
+            "-s",
+            "bench_runner.py",
+            "--impl",
+            command.impl_path,
+            "--data",
+            command.data_path,
+            "--concurrency",
+            str(command.concurrency),
         ]
         stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
         waves = -(-len(command.tasks) // max(1, command.concurrency))

@@ -5,12 +5,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from benchwright_shared import subjects
-from benchwright_shared.bus import ask
-from benchwright_shared.contracts import RebuildProjection, RebuildResult
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_shared import subjects
+from benchwright_shared.bus import ask
+from benchwright_shared.contracts import RebuildProjection, RebuildResult
 
 # Which service owns each projection.
 PROJECTION_OWNERS = {"runs": "gateway", "run_summaries": "registry", "ledger": "billing"}
@@ -31,15 +31,20 @@ def build_router(
         owner = PROJECTION_OWNERS.get(name)
         if owner is None:
             raise ProblemError(
-                404, "unknown projection", f"known: {', '.join(sorted(PROJECTION_OWNERS))}",
+                404,
+                "unknown projection",
+                f"known: {', '.join(sorted(PROJECTION_OWNERS))}",
                 field="name",
             )
         if owner == "gateway":
             result = await rebuild_local(name)
         else:
             result = await ask(
-                ctx.bus(), RebuildProjection(projection=name), RebuildResult,
-                subject=subjects.rebuild_subject(owner), timeout=300,
+                ctx.bus(),
+                RebuildProjection(projection=name),
+                RebuildResult,
+                subject=subjects.rebuild_subject(owner),
+                timeout=300,
             )
         if result.problem:
             raise ProblemError(result.problem.status, result.problem.title, result.problem.detail)

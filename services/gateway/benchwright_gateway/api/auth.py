@@ -16,8 +16,11 @@ class Principal:
     def require(self, scope: str) -> None:
         if scope not in self.scopes and "admin" not in self.scopes:
             raise ProblemError(
-                403, "missing scope", f"this token lacks the {scope!r} scope",
-                field="scope", code="missing_scope",
+                403,
+                "missing scope",
+                f"this token lacks the {scope!r} scope",
+                field="scope",
+                code="missing_scope",
             )
 
 
@@ -29,13 +32,17 @@ def principal_dependency(verify: Verify) -> Callable[[Request], Awaitable[Princi
         header = request.headers.get("authorization", "")
         if not header.lower().startswith("bearer "):
             raise ProblemError(
-                401, "authentication required", "send Authorization: Bearer <token>",
+                401,
+                "authentication required",
+                "send Authorization: Bearer <token>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         found = await verify(header[7:].strip())
         if found is None:
             raise ProblemError(
-                401, "invalid token", "the token is unknown or revoked",
+                401,
+                "invalid token",
+                "the token is unknown or revoked",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         return found

@@ -5,10 +5,10 @@ from typing import Any, TypeVar
 
 from faststream.nats import NatsBroker
 
+from benchwright_gateway.application import GatewayApplication
 from benchwright_shared.projection import ProjectionStore, ViewCursor
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_gateway.application import GatewayApplication
 
 T = TypeVar("T")
 

@@ -3,10 +3,10 @@
 import json
 from typing import Any
 
-from benchwright_shared.contracts import RunCost
-from benchwright_shared.money import micros_to_cents
 from benchwright_gateway.domain import display_status
 from benchwright_gateway.projections import preview
+from benchwright_shared.contracts import RunCost
+from benchwright_shared.money import micros_to_cents
 
 
 def _money(micros: int) -> dict[str, Any]:
@@ -20,8 +20,12 @@ def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
     # Billed is the platform's share (sandbox + driver); model spend is the user's own key.
     billed = cost.sandbox_micros + cost.driver_micros
     return {
-        "model": {**_money(cost.model_micros), "calls": cost.model_calls,
-                  "prompt_tokens": cost.prompt_tokens, "completion_tokens": cost.completion_tokens},
+        "model": {
+            **_money(cost.model_micros),
+            "calls": cost.model_calls,
+            "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens,
+        },
         "sandbox": _money(cost.sandbox_micros),
         "driver": _money(cost.driver_micros),
         "incurred": _money(incurred),
@@ -52,7 +56,9 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "finished_at": row.get("finished_at"),
         "last_seq": row.get("last_seq"),
         "error": (
-            {"type": row["error_type"], "detail": row.get("detail")} if row.get("error_type") else None
+            {"type": row["error_type"], "detail": row.get("detail")}
+            if row.get("error_type")
+            else None
         ),
         "summary": summary,
         "cost": render_cost(cost),

@@ -10,6 +10,13 @@ from fastapi import APIRouter, Depends, Header, Query, Response
 from nats.js.api import DeliverPolicy
 from sse_starlette import EventSourceResponse
 
+from benchwright_gateway import projections as views
+from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.models import LaunchRequest
+from benchwright_gateway.api.render import parse_task_row_id, render_run, render_task
+from benchwright_gateway.domain import body_fingerprint
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream, send_command
 from benchwright_shared.contracts import (
@@ -26,13 +33,6 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.scoring import summarize
-from benchwright_gateway import projections as views
-from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
-from benchwright_gateway.api.models import LaunchRequest
-from benchwright_gateway.api.render import parse_task_row_id, render_run, render_task
-from benchwright_gateway.domain import body_fingerprint
 
 TERMINAL_EVENT = "PipelineFinished"
 QUERY_TIMEOUT_S = 10.0
@@ -70,9 +70,11 @@ def build_router(
         caller.require("runs:write")
         if body.request is not None:
             raise ProblemError(
-                400, "natural-language launches are not available yet",
+                400,
+                "natural-language launches are not available yet",
                 "pin a catalog benchmark with 'benchmark' (and optionally 'subset')",
-                field="request", code="not_supported",
+                field="request",
+                code="not_supported",
             )
         if body.benchmark is None:
             raise ProblemError(400, "invalid request", "'benchmark' is required", field="benchmark")
@@ -80,7 +82,9 @@ def build_router(
         if idempotency_key:
             earlier = await ctx.call(ctx.app.find_launch, caller.account, idempotency_key)
             if earlier is not None:
-                return await replay_launch(caller, earlier.run_id, earlier.body_sha256, fingerprint, response)
+                return await replay_launch(
+                    caller, earlier.run_id, earlier.body_sha256, fingerprint, response
+                )
         resolution = await ask(
             ctx.bus(),
             ResolveBenchmark(
@@ -98,7 +102,9 @@ def build_router(
                 ctx.app.remember_launch, caller.account, idempotency_key, fingerprint, run_id
             )
             if record.run_id != run_id:  # lost a race with an identical request
-                return await replay_launch(caller, record.run_id, record.body_sha256, fingerprint, response)
+                return await replay_launch(
+                    caller, record.run_id, record.body_sha256, fingerprint, response
+                )
         assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
         command = LaunchRun(
             command_id=f"launch:{run_id}",
@@ -127,9 +133,11 @@ def build_router(
     ) -> dict[str, Any]:
         if stored != fingerprint:
             raise ProblemError(
-                409, "idempotency key reused",
+                409,
+                "idempotency key reused",
                 "this Idempotency-Key was used for a different request body",
-                field="Idempotency-Key", code="idempotency_key_reused",
+                field="Idempotency-Key",
+                code="idempotency_key_reused",
             )
         response.status_code = 200
         row = await ctx.read(views.get_run, run_id)
@@ -145,11 +153,18 @@ def build_router(
                 return row  # type: ignore[no-any-return]
             await asyncio.sleep(0.05)
         return {
-            "run_id": run_id, "account": caller.account, "status": "running", "phase": None,
-            "benchmark_id": command.benchmark_id, "benchmark_name": command.benchmark_name,
-            "subset_id": command.subset_id, "subset_slug": command.subset_slug,
-            "impl_id": command.impl_id, "model": command.sut.model_dump_json(),
-            "metadata": json.dumps(command.metadata), "created_at": command.requested_at.isoformat(),
+            "run_id": run_id,
+            "account": caller.account,
+            "status": "running",
+            "phase": None,
+            "benchmark_id": command.benchmark_id,
+            "benchmark_name": command.benchmark_name,
+            "subset_id": command.subset_id,
+            "subset_slug": command.subset_slug,
+            "impl_id": command.impl_id,
+            "model": command.sut.model_dump_json(),
+            "metadata": json.dumps(command.metadata),
+            "created_at": command.requested_at.isoformat(),
         }
 
     @router.get("")
@@ -191,7 +206,9 @@ def build_router(
             raise ProblemError(400, "invalid page_token", field="page_token")
         outcomes = None if passed is None else (("pass",) if passed else ("fail",))
         rows = await ctx.read(
-            lambda cur: views.list_tasks(cur, run_id, outcomes=outcomes, after=after, limit=limit + 1)
+            lambda cur: views.list_tasks(
+                cur, run_id, outcomes=outcomes, after=after, limit=limit + 1
+            )
         )
         more = len(rows) > limit
         rows = rows[:limit]
@@ -210,7 +227,9 @@ def build_router(
         key = parse_task_row_id(row_id)
         row = await ctx.read(views.get_task, run_id, *key) if key else None
         if row is None:
-            raise ProblemError(404, "task not found", f"no task {row_id!r} in this run", field="task")
+            raise ProblemError(
+                404, "task not found", f"no task {row_id!r} in this run", field="task"
+            )
         source = await ask(
             ctx.bus(),
             GetSubsetRows(subset_id=run["subset_id"], offset=row["idx"], limit=1),
@@ -230,7 +249,8 @@ def build_router(
             "score_meta": json.loads(row["score_meta"]) if row.get("score_meta") else {},
             "error": (
                 {"type": row["error_type"], "message": row.get("error")}
-                if row.get("error_type") else None
+                if row.get("error_type")
+                else None
             ),
         }
 

@@ -3,10 +3,10 @@
 import os
 from typing import Any
 
+from benchwright_proxy.providers import ProviderError
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.money import dollars_to_micros
 from benchwright_shared.settings import Settings
-from benchwright_proxy.providers import ProviderError
 
 
 class LiteLLMProvider:
@@ -23,7 +23,10 @@ class LiteLLMProvider:
                 501, "provider needs LiteLLM: pip install 'benchwright[providers]'"
             ) from exc
         self._litellm = litellm
-        self._keys = {"openrouter": settings.openrouter_api_key, "together": settings.together_api_key}
+        self._keys = {
+            "openrouter": settings.openrouter_api_key,
+            "together": settings.together_api_key,
+        }
 
     def _route(self, sut: SutRef) -> str:
         prefix = {"openrouter": "openrouter", "together": "together_ai"}[sut.provider]

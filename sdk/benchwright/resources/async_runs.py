@@ -1,0 +1,158 @@
+"""``AsyncBenchwright().runs``: the async twin of :mod:`benchwright.resources.runs`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from .._async_http import AsyncHTTP
+from .._errors import APIConnectionError
+from .._models import AsyncTaskList, EventList, Run, RunEvent, RunList, TaskPayload, TaskRow
+from ._common import (
+    StreamCursor,
+    WaitClock,
+    launch_body,
+    new_idempotency_key,
+    parse_sse_event,
+    path_id,
+    types_param,
+)
+
+__all__ = ["AsyncRuns"]
+
+
+class AsyncRuns:
+    """Operations on runs; every method is a coroutine (``stream`` an async iterator)."""
+
+    def __init__(self, http: AsyncHTTP) -> None:
+        self._http = http
+
+    async def launch(
+        self,
+        request: str | None = None,
+        *,
+        benchmark: str | None = None,
+        subset: str | None = None,
+        impl: str | None = None,
+        sut: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        replay: Mapping[str, Any] | None = None,
+        driver: Any = None,
+        harness: str | None = None,
+        compute: str | None = None,
+        limits: Mapping[str, Any] | None = None,
+        trials: Mapping[str, Any] | None = None,
+        constraints: Any = None,
+        hints: Any = None,
+        phase_models: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> Run:
+        """Launch a run; see :meth:`benchwright.resources.runs.Runs.launch`."""
+        body = launch_body(
+            benchmark=benchmark,
+            subset=subset,
+            impl=impl,
+            sut=sut,
+            metadata=metadata,
+            extra={
+                "request": request,
+                "replay": replay,
+                "driver": driver,
+                "harness": harness,
+                "compute": compute,
+                "limits": limits,
+                "trials": trials,
+                "constraints": constraints,
+                "hints": hints,
+                "phase_models": phase_models,
+                **extra,
+            },
+        )
+        key = idempotency_key or new_idempotency_key()
+        data = await self._http.request(
+            "POST", "/v1/runs", json=body, headers={"Idempotency-Key": key}
+        )
+        return Run.model_validate(data)
+
+    async def get(self, run_id: str) -> Run:
+        """Fetch one run."""
+        return Run.model_validate(await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+
+    async def list(
+        self, limit: int = 50, status: str | None = None, page_token: str | None = None
+    ) -> RunList:
+        """One page of runs, newest first; pass ``next_page_token`` on for the next."""
+        params = {"limit": limit, "status": status, "page_token": page_token}
+        return RunList.model_validate(await self._http.request("GET", "/v1/runs", params=params))
+
+    async def wait(
+        self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0
+    ) -> Run:
+        """Poll until the run is no longer ``running``; raises ``WaitTimeoutError``."""
+        clock = WaitClock(run_id, timeout, poll_interval)
+        while True:
+            run = await self.get(run_id)
+            if run.is_terminal:
+                return run
+            await self._http.sleep(clock.next_delay(run))
+
+    async def stream(self, run_id: str) -> AsyncIterator[RunEvent]:
+        """Yield the run's events live until it is terminal, resuming dropped streams."""
+        cursor = StreamCursor(self._http.policy)
+        path = f"/v1/runs/{path_id(run_id)}/stream"
+        while True:
+            try:
+                async for sse in self._http.sse(path, headers=cursor.resume_headers()):
+                    event = parse_sse_event(run_id, sse)
+                    if event is not None and cursor.accept(event):
+                        yield event
+                return
+            except APIConnectionError:
+                delay = cursor.next_delay()
+                if delay is None:
+                    raise
+                await self._http.sleep(delay)
+
+    async def events(
+        self,
+        run_id: str,
+        after_seq: int | None = None,
+        types: str | Iterable[str] | None = None,
+        limit: int = 500,
+    ) -> EventList:
+        """One page of the run's event log, oldest first, after ``after_seq``."""
+        params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
+        path = f"/v1/runs/{path_id(run_id)}/events"
+        return EventList.model_validate(await self._http.request("GET", path, params=params))
+
+    async def tasks(
+        self,
+        run_id: str,
+        passed: bool | None = None,
+        limit: int = 100,
+        page_token: str | None = None,
+    ) -> AsyncTaskList:
+        """One page of task rows plus the summary; ``await .payload(id)`` fetches one."""
+        params = {"passed": passed, "limit": limit, "page_token": page_token}
+        path = f"/v1/runs/{path_id(run_id)}/tasks"
+        page = AsyncTaskList.model_validate(await self._http.request("GET", path, params=params))
+        return page.bind(lambda row_id: self.payload(run_id, row_id))
+
+    async def iter_tasks(
+        self, run_id: str, passed: bool | None = None, page_size: int = 100
+    ) -> AsyncIterator[TaskRow]:
+        """Yield every task row of the run, fetching pages as needed."""
+        token: str | None = None
+        while True:
+            page = await self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+            for row in page.data:
+                yield row
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def payload(self, run_id: str, row_id: str) -> TaskPayload:
+        """The full input, expected answer and output of one task row."""
+        path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
+        return TaskPayload.model_validate(await self._http.request("GET", path))
