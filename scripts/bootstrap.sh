@@ -26,7 +26,7 @@ if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/nul
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python once (10-15 minutes); cached in $WHEELS"
     mkdir -p "$WHEELS"
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
       $PIP wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS" 2>&1 | grep -v "is ignored" || true
   fi
   $PIP install -q "$WHEELS"/llama_cpp_python-0.3.36-*.whl 2>&1 | grep -v "is ignored" || true

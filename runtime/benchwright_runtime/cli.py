@@ -53,7 +53,7 @@ async def run_embedded(
     host = ServiceHost(settings, list(SERVICES), label="embedded")
     try:
         await host.start()
-        creds = host.service("gateway").ensure_admin_token()  # type: ignore[attr-defined]
+        creds = host.service("gateway").credentials_path  # type: ignore[attr-defined]
         if not quiet:
             console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
             console.print(f"  data:  {settings.data_dir}")

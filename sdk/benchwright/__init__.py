@@ -10,6 +10,7 @@ from ._client import Benchwright
 from ._config import ClientConfig, credentials_path, resolve_config
 from ._errors import (
     APIConnectionError,
+    APIResponseError,
     APIStatusError,
     APITimeoutError,
     AuthenticationError,
@@ -40,6 +41,7 @@ from ._version import __version__
 
 __all__ = [
     "APIConnectionError",
+    "APIResponseError",
     "APIStatusError",
     "APITimeoutError",
     "AsyncBenchwright",

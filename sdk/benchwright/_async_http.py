@@ -11,7 +11,14 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._config import ClientConfig
 from ._errors import error_from_response
-from ._http import STREAM_TIMEOUT, BaseHTTP, Params, clean_params, connection_error
+from ._http import (
+    STREAM_TIMEOUT,
+    BaseHTTP,
+    Params,
+    clean_params,
+    connection_error,
+    decode_json,
+)
 from ._retry import is_retry_safe
 
 __all__ = ["AsyncHTTP"]
@@ -67,7 +74,7 @@ class AsyncHTTP(BaseHTTP):
                     continue
                 raise connection_error(exc, url) from exc
             if response.is_success:
-                return response.json() if response.content else None
+                return decode_json(response)
             if self.should_retry(attempt, response, safe):
                 await self.sleep(self.policy.delay(attempt, response))
                 attempt += 1

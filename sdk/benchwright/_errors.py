@@ -13,6 +13,7 @@ import httpx
 
 __all__ = [
     "APIConnectionError",
+    "APIResponseError",
     "APIStatusError",
     "APITimeoutError",
     "AuthenticationError",
@@ -62,6 +63,10 @@ class APIConnectionError(BenchwrightError):
 
 class APITimeoutError(APIConnectionError):
     """The request timed out before the server answered."""
+
+
+class APIResponseError(BenchwrightError):
+    """The server answered with a success status but a body the SDK cannot understand."""
 
 
 class APIStatusError(BenchwrightError):

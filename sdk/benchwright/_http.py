@@ -15,7 +15,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from ._config import ClientConfig
-from ._errors import APIConnectionError, APITimeoutError, error_from_response
+from ._errors import APIConnectionError, APIResponseError, APITimeoutError, error_from_response
 from ._retry import RetryPolicy, is_retry_safe, never_sent
 from ._version import __version__
 
@@ -27,6 +27,7 @@ __all__ = [
     "base_headers",
     "clean_params",
     "connection_error",
+    "decode_json",
 ]
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -57,6 +58,19 @@ def _request_of(exc: httpx.TransportError) -> httpx.Request | None:
         return exc.request
     except RuntimeError:  # httpx raises when the error was built without a request
         return None
+
+
+def decode_json(response: httpx.Response) -> Any:
+    """A success response's JSON body (``None`` when empty)."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise APIResponseError(
+            f"{response.request.method} {response.request.url} answered {response.status_code}"
+            f" with a body that is not JSON: {response.text[:200]!r}"
+        ) from exc
 
 
 def clean_params(params: Params | None) -> dict[str, str | int | float]:
@@ -164,7 +178,7 @@ class SyncHTTP(BaseHTTP):
                     continue
                 raise connection_error(exc, url) from exc
             if response.is_success:
-                return response.json() if response.content else None
+                return decode_json(response)
             if self.should_retry(attempt, response, safe):
                 self.sleep(self.policy.delay(attempt, response))
                 attempt += 1
@@ -180,8 +194,8 @@ class SyncHTTP(BaseHTTP):
     ) -> Iterator[ServerSentEvent]:
         """Open a Server-Sent Events stream and yield its events until it ends.
 
-        Failing to connect is retried like a GET; a connection that breaks mid-stream
-        raises :class:`APIConnectionError` for the caller to resume from.
+        429 and 5xx answers are retried here; a connection that fails, before or during
+        the stream, raises :class:`APIConnectionError` for the caller to resume from.
         """
         merged = self.sse_headers(headers)
         url = self.url(path)

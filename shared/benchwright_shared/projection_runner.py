@@ -40,7 +40,8 @@ def register_projection(
         config=ConsumerConfig(
             durable_name=durable,
             max_deliver=max_deliver,
-            ack_wait=30,
+            # A message pulled by a process that died comes back after this long.
+            ack_wait=10,
             deliver_policy=DeliverPolicy.ALL,
         ),
     )

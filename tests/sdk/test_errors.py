@@ -7,6 +7,7 @@ import pytest
 
 from benchwright import (
     APIConnectionError,
+    APIResponseError,
     APIStatusError,
     AuthenticationError,
     BadRequestError,
@@ -85,3 +86,15 @@ def test_unreachable_server_is_a_connection_error(sleeps: list[float]) -> None:
     with pytest.raises(APIConnectionError, match=r"could not reach http://bw\.test/v1/runs"):
         bw.runs.list()
     assert len(sleeps) == 2  # two retries after the first attempt
+
+
+def test_success_with_a_body_that_is_not_json(bw: Benchwright, gateway: FakeGateway) -> None:
+    gateway.on("GET", f"/v1/runs/{RUN_ID}", httpx.Response(200, text="<html>login</html>"))
+    with pytest.raises(APIResponseError, match="not JSON"):
+        bw.runs.get(RUN_ID)
+
+
+def test_success_with_the_wrong_shape(bw: Benchwright, gateway: FakeGateway) -> None:
+    gateway.on("GET", f"/v1/runs/{RUN_ID}", httpx.Response(200, json={"status": "ok"}))
+    with pytest.raises(APIResponseError, match=r"unexpected Run from the server: .* at id"):
+        bw.runs.get(RUN_ID)

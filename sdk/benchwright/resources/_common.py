@@ -10,8 +10,9 @@ from typing import Any
 from urllib.parse import quote
 
 from httpx_sse import ServerSentEvent
+from pydantic import BaseModel, ValidationError
 
-from .._errors import WaitTimeoutError
+from .._errors import APIResponseError, WaitTimeoutError
 from .._models import Run, RunEvent
 from .._retry import RetryPolicy
 
@@ -20,10 +21,22 @@ __all__ = [
     "WaitClock",
     "launch_body",
     "new_idempotency_key",
+    "parse",
     "parse_sse_event",
     "path_id",
     "types_param",
 ]
+
+
+def parse[M: BaseModel](model: type[M], data: Any) -> M:
+    """Validate a response body, reporting a mismatch as :class:`APIResponseError`."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise APIResponseError(
+            f"unexpected {model.__name__} from the server: {exc.errors()[0]['msg']}"
+            f" at {'.'.join(map(str, exc.errors()[0]['loc']))}"
+        ) from exc
 
 
 def path_id(value: str) -> str:
@@ -71,17 +84,20 @@ def parse_sse_event(run_id: str, sse: ServerSentEvent) -> RunEvent | None:
     """Turn one SSE message into a :class:`RunEvent` (``None`` for keep-alives)."""
     if not sse.data.strip():
         return None
-    payload = json.loads(sse.data)
+    try:
+        payload = json.loads(sse.data)
+    except ValueError as exc:
+        raise APIResponseError(
+            f"stream sent an event that is not JSON: {sse.data[:200]!r}"
+        ) from exc
     if isinstance(payload, dict) and "seq" in payload and "type" in payload:
-        return RunEvent.model_validate(payload)
+        return parse(RunEvent, payload)
     # Tolerate a server that sends only the event's data, with type and seq in the
     # SSE envelope; the envelope is authoritative either way.
     if not sse.event or not sse.id:
         return None
     data = payload if isinstance(payload, dict) else {"value": payload}
-    return RunEvent.model_validate(
-        {"run_id": run_id, "seq": int(sse.id), "type": sse.event, "data": data}
-    )
+    return parse(RunEvent, {"run_id": run_id, "seq": sse.id, "type": sse.event, "data": data})
 
 
 class StreamCursor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._http import SyncHTTP
 from .._models import ProjectionRebuild
-from ._common import path_id
+from ._common import parse, path_id
 
 __all__ = ["Admin"]
 
@@ -26,4 +26,4 @@ class Admin:
         data = self._http.request(
             "POST", f"/v1/admin/projections/{path_id(projection)}/rebuild", retry_safe=True
         )
-        return ProjectionRebuild.model_validate(data)
+        return parse(ProjectionRebuild, data)

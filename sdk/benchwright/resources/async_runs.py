@@ -13,6 +13,7 @@ from ._common import (
     WaitClock,
     launch_body,
     new_idempotency_key,
+    parse,
     parse_sse_event,
     path_id,
     types_param,
@@ -73,18 +74,18 @@ class AsyncRuns:
         data = await self._http.request(
             "POST", "/v1/runs", json=body, headers={"Idempotency-Key": key}
         )
-        return Run.model_validate(data)
+        return parse(Run, data)
 
     async def get(self, run_id: str) -> Run:
         """Fetch one run."""
-        return Run.model_validate(await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+        return parse(Run, await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
     async def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None
     ) -> RunList:
         """One page of runs, newest first; pass ``next_page_token`` on for the next."""
         params = {"limit": limit, "status": status, "page_token": page_token}
-        return RunList.model_validate(await self._http.request("GET", "/v1/runs", params=params))
+        return parse(RunList, await self._http.request("GET", "/v1/runs", params=params))
 
     async def wait(
         self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0
@@ -124,7 +125,7 @@ class AsyncRuns:
         """One page of the run's event log, oldest first, after ``after_seq``."""
         params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
         path = f"/v1/runs/{path_id(run_id)}/events"
-        return EventList.model_validate(await self._http.request("GET", path, params=params))
+        return parse(EventList, await self._http.request("GET", path, params=params))
 
     async def tasks(
         self,
@@ -136,7 +137,7 @@ class AsyncRuns:
         """One page of task rows plus the summary; ``await .payload(id)`` fetches one."""
         params = {"passed": passed, "limit": limit, "page_token": page_token}
         path = f"/v1/runs/{path_id(run_id)}/tasks"
-        page = AsyncTaskList.model_validate(await self._http.request("GET", path, params=params))
+        page = parse(AsyncTaskList, await self._http.request("GET", path, params=params))
         return page.bind(lambda row_id: self.payload(run_id, row_id))
 
     async def iter_tasks(
@@ -155,4 +156,4 @@ class AsyncRuns:
     async def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""
         path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
-        return TaskPayload.model_validate(await self._http.request("GET", path))
+        return parse(TaskPayload, await self._http.request("GET", path))

@@ -13,6 +13,7 @@ from ._common import (
     WaitClock,
     launch_body,
     new_idempotency_key,
+    parse,
     parse_sse_event,
     path_id,
     types_param,
@@ -77,18 +78,18 @@ class Runs:
         )
         key = idempotency_key or new_idempotency_key()
         data = self._http.request("POST", "/v1/runs", json=body, headers={"Idempotency-Key": key})
-        return Run.model_validate(data)
+        return parse(Run, data)
 
     def get(self, run_id: str) -> Run:
         """Fetch one run."""
-        return Run.model_validate(self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+        return parse(Run, self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
     def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None
     ) -> RunList:
         """One page of runs, newest first; pass ``next_page_token`` on for the next."""
         params = {"limit": limit, "status": status, "page_token": page_token}
-        return RunList.model_validate(self._http.request("GET", "/v1/runs", params=params))
+        return parse(RunList, self._http.request("GET", "/v1/runs", params=params))
 
     def wait(self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0) -> Run:
         """Poll until the run is no longer ``running`` and return it.
@@ -134,7 +135,7 @@ class Runs:
         """One page of the run's event log, oldest first, after ``after_seq``."""
         params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
         data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/events", params=params)
-        return EventList.model_validate(data)
+        return parse(EventList, data)
 
     def tasks(
         self,
@@ -146,7 +147,7 @@ class Runs:
         """One page of task rows plus the run-wide summary; ``.payload(id)`` fetches one."""
         params = {"passed": passed, "limit": limit, "page_token": page_token}
         data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/tasks", params=params)
-        return TaskList.model_validate(data).bind(lambda row_id: self.payload(run_id, row_id))
+        return parse(TaskList, data).bind(lambda row_id: self.payload(run_id, row_id))
 
     def iter_tasks(
         self, run_id: str, passed: bool | None = None, page_size: int = 100
@@ -163,4 +164,4 @@ class Runs:
     def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""
         path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
-        return TaskPayload.model_validate(self._http.request("GET", path))
+        return parse(TaskPayload, self._http.request("GET", path))

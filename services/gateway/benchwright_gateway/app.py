@@ -108,6 +108,8 @@ class GatewayService:
 
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker
+        # Every deployment needs a first credential; it is written once, 0600.
+        self.credentials_path = await self.blocking.run(self.ensure_admin_token)
         config = uvicorn.Config(
             self.http,
             host=self.settings.gateway_host,

@@ -1,0 +1,184 @@
+"""The platform as separate processes: six services sharing nothing but the bus,
+and an embedded platform killed mid-run and started again."""
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import (
+    free_port,
+    machine_database_url,
+    machine_nats_url,
+    reset_nats,
+    reset_postgres,
+)
+from tests.support.fake_openai import FakeOpenAIServer, gsm8k_oracle
+from tests.system.test_pinned_run import gsm8k_rows, launch_body
+
+pytestmark = [pytest.mark.slow, pytest.mark.connected]
+
+BENCHWRIGHT = str(Path(sys.executable).parent / "benchwright")
+SERVICES = ["registry", "billing", "proxy", "sandbox-manager", "orchestrator", "gateway"]
+
+
+def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [BENCHWRIGHT, *args],
+        env={**os.environ, **env},
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+async def wait_for_file(path: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        for proc in procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        await asyncio.sleep(0.1)
+
+
+async def wait_terminal(client: httpx.AsyncClient, run_id: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        response = await client.get(f"/v1/runs/{run_id}")
+        if response.status_code == 200 and response.json()["status"] != "running":
+            return response.json()  # type: ignore[no-any-return]
+        await asyncio.sleep(0.2)
+    raise TimeoutError(run_id)
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def test_six_services_as_six_processes(tmp_path: Path) -> None:
+    nats_url, db_url = machine_nats_url(), machine_database_url()
+    if not (nats_url and db_url):
+        pytest.skip("needs BW_TEST_NATS_URL and BW_TEST_DATABASE_URL")
+    await reset_nats(nats_url)
+    reset_postgres(db_url)
+    model = FakeOpenAIServer(gsm8k_oracle(gsm8k_rows()[:20])).start()
+    gateway_port, proxy_port = free_port(), free_port()
+    procs = []
+    try:
+        for service in SERVICES:
+            # Each process its own data directory: nothing is shared but NATS and PostgreSQL.
+            env = {
+                "BW_NATS_URL": nats_url,
+                "BW_DATABASE_URL": db_url,
+                "BW_DATA_DIR": str(tmp_path / service),
+                "BW_GATEWAY_PORT": str(gateway_port),
+                "BW_PROXY_PORT": str(proxy_port),
+                "BW_TASK_CONCURRENCY": "4",
+            }
+            procs.append(spawn(["serve", service], env, tmp_path / f"{service}.log"))
+        creds_path = tmp_path / "gateway" / "credentials.json"
+        await wait_for_file(creds_path, procs)
+        creds = json.loads(creds_path.read_text())
+        async with httpx.AsyncClient(
+            base_url=creds["base_url"],
+            headers={"Authorization": f"Bearer {creds['token']}"},
+            timeout=30,
+        ) as client:
+            for _ in range(100):  # the registry loads its catalog on start
+                response = await client.post("/v1/runs", json=launch_body(model, limit=8))
+                if response.status_code != 504 and response.status_code < 500:
+                    break
+                await asyncio.sleep(0.2)
+            assert response.status_code == 201, response.text
+            done = await wait_terminal(client, response.json()["id"])
+            assert done["status"] == "ok", done
+            assert done["summary"]["passed"] == 4 and done["summary"]["failed"] == 4
+            assert done["cost"]["model"]["calls"] == 8
+    finally:
+        stop_all(procs)
+        model.stop()
+    for service in SERVICES:
+        log = (tmp_path / f"{service}.log").read_text()
+        assert "Traceback" not in log, f"{service}:\n{log}"
+
+
+async def test_killed_mid_run_the_log_survives_a_restart(tmp_path: Path) -> None:
+    rows = gsm8k_rows()[:30]
+    oracle = gsm8k_oracle(rows)
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.15)  # slow enough to kill the platform mid-sweep
+        return oracle(prompt)
+
+    model = FakeOpenAIServer(slow).start()
+    env = {
+        "BW_DATA_DIR": str(tmp_path / "data"),
+        "BW_GATEWAY_PORT": str(free_port()),
+        "BW_PROXY_PORT": str(free_port()),
+        "BW_TASK_CONCURRENCY": "2",
+    }
+    env.pop("BW_NATS_URL", None)
+    ready = tmp_path / "ready"
+    first = spawn(["up"], {**env, "BW_READY_FILE": str(ready)}, tmp_path / "first.log")
+    try:
+        await wait_for_file(ready, [first])
+        creds = json.loads((tmp_path / "data" / "credentials.json").read_text())
+        headers = {"Authorization": f"Bearer {creds['token']}"}
+        async with httpx.AsyncClient(base_url=creds["base_url"], headers=headers, timeout=30) as c:
+            run_id = (await c.post("/v1/runs", json=launch_body(model, limit=30))).json()["id"]
+            for _ in range(300):
+                events = (await c.get(f"/v1/runs/{run_id}/events")).json()["data"]
+                if sum(e["type"] == "MaterializeTaskAggregated" for e in events) >= 4:
+                    break
+                await asyncio.sleep(0.1)
+            before = (await c.get(f"/v1/runs/{run_id}/events", params={"limit": 5000})).json()
+        first.send_signal(signal.SIGKILL)  # no chance to clean up
+        first.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+
+    ready.unlink(missing_ok=True)
+    second = spawn(["up"], {**env, "BW_READY_FILE": str(ready)}, tmp_path / "second.log")
+    try:
+        await wait_for_file(ready, [second])
+        async with httpx.AsyncClient(base_url=creds["base_url"], headers=headers, timeout=30) as c:
+            run = await wait_terminal(c, run_id)
+            # The run is readable and says what happened to it.
+            assert run["status"] == "error"
+            assert run["error"]["type"] == "interrupted"
+            after = (await c.get(f"/v1/runs/{run_id}/events", params={"limit": 5000})).json()
+            events = after["data"]
+            assert [e["seq"] for e in events] == list(range(len(events)))
+            # Nothing that was stored before the kill is lost or changed.
+            assert events[: len(before["data"])] == before["data"]
+            assert events[-1]["type"] == "PipelineFinished"
+            aggregated = sum(e["type"] == "MaterializeTaskAggregated" for e in events)
+            assert aggregated >= 4
+            # Messages the killed process had pulled but not acknowledged come back
+            # after the ack wait, out of order: the read model converges all the same.
+            for _ in range(300):
+                tasks = (await c.get(f"/v1/runs/{run_id}/tasks")).json()
+                if tasks["summary"]["total"] == aggregated:
+                    break
+                await asyncio.sleep(0.2)
+            assert tasks["summary"]["total"] == aggregated
+    finally:
+        stop_all([second])
+        model.stop()
