@@ -186,3 +186,34 @@ async def test_projection_rebuild_matches_live_view(
         assert result["digest"] == result["before_digest"], projection
     tasks = (await client.get(f"/v1/runs/{ids[1]}/tasks")).json()
     assert tasks["summary"]["total"] == 4
+
+
+async def test_humaneval_code_runs_in_the_sandbox(platform: Platform) -> None:
+    """The code scorer executes the model's code against the tests, in the work sandbox."""
+    bench = next(b for b in builtin_catalog() if b.name == "HumanEval")
+    rows = bench.subsets[0].load_rows()[:4]
+    solutions = {
+        r["input"]["entry_point"]: r["input"]["prompt"] + r["expected"]["canonical_solution"]
+        for r in rows
+    }
+
+    def answer(prompt: str) -> str:
+        # Right code for the first two problems, code that fails its tests for the rest.
+        for i, (entry, code) in enumerate(solutions.items()):
+            if f"def {entry}(" in prompt:
+                body = code if i < 2 else f"def {entry}(*args, **kwargs):\n    return None\n"
+                return f"```python\n{body}\n```"
+        return "no idea"
+
+    server = FakeOpenAIServer(answer).start()
+    try:
+        client = platform.client
+        assert client
+        body = {**launch_body(server, limit=4), "benchmark": "HumanEval"}
+        run = (await client.post("/v1/runs", json=body)).json()
+        done = await platform.wait_terminal(run["id"])
+        assert done["status"] == "ok", done
+        tasks = (await client.get(f"/v1/runs/{run['id']}/tasks")).json()
+        assert [t["outcome"] for t in tasks["data"]] == ["pass", "pass", "fail", "fail"]
+    finally:
+        server.stop()

@@ -39,7 +39,9 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
     )
 
 
-async def wait_for_file(path: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 60) -> None:
+async def wait_for_file(
+    path: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         for proc in procs:
@@ -50,7 +52,9 @@ async def wait_for_file(path: Path, procs: list[subprocess.Popen[bytes]], timeou
         await asyncio.sleep(0.1)
 
 
-async def wait_terminal(client: httpx.AsyncClient, run_id: str, timeout: float = 120) -> dict[str, Any]:
+async def wait_terminal(
+    client: httpx.AsyncClient, run_id: str, timeout: float = 120
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         response = await client.get(f"/v1/runs/{run_id}")
