@@ -6,7 +6,7 @@ try() {
   out=$("$@" -c 'import sys; assert sys.version_info >= (3, 12); print(sys.executable)' 2>/dev/null) && { echo "$out"; exit 0; }
 }
 try python3.12
-for v in $(ls "${PYENV_ROOT:-$HOME/.pyenv}/versions" 2>/dev/null | grep -E '^3\.(1[2-9])' | sort -rV); do
+for v in $(ls "${PYENV_ROOT:-$HOME/.pyenv}/versions" 2>/dev/null | grep -E '^3\.(1[2-9])' | sort -V); do
   PYENV_VERSION=$v try python3.12
   PYENV_VERSION=$v try "${PYENV_ROOT:-$HOME/.pyenv}/versions/$v/bin/python3"
 done

@@ -43,7 +43,7 @@ async def wait_for_file(
     path: Path, procs: list[subprocess.Popen[bytes]], timeout: float = 60
 ) -> None:
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not await asyncio.to_thread(path.exists):
         for proc in procs:
             if proc.poll() is not None:
                 raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
