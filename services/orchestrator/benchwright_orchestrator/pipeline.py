@@ -185,6 +185,7 @@ class RunPipeline:
             CreateSandbox(
                 command_id=self._command_id(),
                 run_id=self.run.run_id,
+                account=self.run.account,
                 role="work",
                 backend="local",
                 files=[

@@ -66,7 +66,11 @@ class SandboxManager:
         except KeyError as exc:
             await self._fail(command.command_id, command.run_id, "unknown_backend", str(exc))
             return
-        metadata = {"benchwright_role": command.role, "run_id": command.run_id}
+        metadata = {
+            "benchwright_role": command.role,
+            "run_id": command.run_id,
+            "account": command.account,
+        }
         sandbox = await self.store.run(
             lambda: self.app.create(
                 command_id=command.command_id,

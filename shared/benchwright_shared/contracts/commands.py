@@ -53,6 +53,7 @@ class CreateSandbox(Contract):
 
     command_id: str
     run_id: str
+    account: str = ""
     role: SandboxRole
     backend: str = "local"
     files: list[SandboxFile] = Field(default_factory=list)
