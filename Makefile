@@ -14,3 +14,4 @@ venv:
 lint:
 	.venv/bin/ruff check shared services sdk runtime tests bench
 	.venv/bin/lint-imports --no-cache
+	.venv/bin/mypy

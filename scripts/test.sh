@@ -15,4 +15,8 @@ fi
 echo "NATS: ${BW_TEST_NATS_URL:-private only}   PostgreSQL: ${BW_TEST_DATABASE_URL:-SQLite only}"
 .venv/bin/ruff check shared services sdk runtime tests bench
 .venv/bin/lint-imports --no-cache > /dev/null
+.venv/bin/mypy
+# Scorers are checked where they run: beside the sandbox runtime's bench_task.
+MYPYPATH=services/sandbox-manager/benchwright_sandbox_manager/runtime \
+  .venv/bin/mypy --strict --config-file /dev/null services/registry/benchwright_registry/impls/*.py
 exec .venv/bin/pytest "$@"

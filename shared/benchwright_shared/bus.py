@@ -8,9 +8,9 @@ process agrees on them whichever service starts first.
 import asyncio
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
@@ -28,6 +28,9 @@ PUBLISH_TIMEOUT_S = 10.0
 COMMAND_DEDUPE_WINDOW = timedelta(minutes=10)
 # The run log relay republishes after a crash; a long window drops those repeats.
 RUN_LOG_DEDUPE_WINDOW = timedelta(hours=1)
+
+# A message handler: FastStream decorators hand back the function they wrap.
+Handler = Callable[..., Awaitable[Any]]
 
 STREAMS: tuple[tuple[str, Sequence[str], timedelta], ...] = (
     (subjects.COMMANDS_STREAM, subjects.COMMANDS_SUBJECTS, COMMAND_DEDUPE_WINDOW),
@@ -105,14 +108,16 @@ async def ask[T: BaseModel](
     return reply_type.model_validate_json(msg.data)
 
 
-def command_subscriber(router: NatsRouter, subject: str, *, service: str, max_deliver: int) -> Any:
+def command_subscriber(
+    router: NatsRouter, subject: str, *, service: str, max_deliver: int
+) -> Callable[[Handler], Handler]:
     """A durable, work-shared consumer of one command subject.
 
     A handler that raises is redelivered (``NACK_ON_ERROR``) at most
     ``max_deliver`` times; the server then stops offering it.
     """
     durable = f"{service}-{subject.replace('.', '_')}"
-    return router.subscriber(
+    subscriber = router.subscriber(
         subject,
         stream=JStream(subjects.COMMANDS_STREAM, declare=False),
         durable=durable,
@@ -120,19 +125,21 @@ def command_subscriber(router: NatsRouter, subject: str, *, service: str, max_de
         ack_policy=AckPolicy.NACK_ON_ERROR,
         config=ConsumerConfig(durable_name=durable, max_deliver=max_deliver, ack_wait=60),
     )
+    return cast(Callable[[Handler], Handler], subscriber)
 
 
-def event_listener(router: NatsRouter, subject: str) -> Any:
+def event_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Handler]:
     """An ephemeral consumer of new events: every process sees every event.
 
     Used for replies to commands: the process awaiting a reply picks out its own.
     """
-    return router.subscriber(
+    subscriber = router.subscriber(
         subject,
         stream=JStream(subjects.EVENTS_STREAM, declare=False),
         deliver_policy=DeliverPolicy.NEW,
         ack_policy=AckPolicy.ACK_FIRST,
     )
+    return cast(Callable[[Handler], Handler], subscriber)
 
 
 async def stream_last_seq(js: JetStreamContext, stream: str) -> int:

@@ -23,7 +23,7 @@ from benchwright_shared.store import BlockingStore
 log = logging.getLogger(__name__)
 
 # Translates one stored notification to (subject, payload) or None to skip it.
-Translator = Callable[[Application, Notification], tuple[str, bytes] | None]
+Translator = Callable[[Application[Any], Notification], tuple[str, bytes] | None]
 
 
 class Relay:
@@ -33,7 +33,7 @@ class Relay:
         self,
         *,
         service: str,
-        app: Application,
+        app: Application[Any],
         store: BlockingStore,
         translate: Translator,
         stream: str,

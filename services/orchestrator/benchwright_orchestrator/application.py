@@ -23,7 +23,7 @@ def to_run_event(domain_event: DomainEventProtocol[Any]) -> RunEvent:
         run_id=str(domain_event.originator_id),
         seq=domain_event.originator_version - 1,
         type=type(domain_event).__name__,
-        ts=domain_event.timestamp,
+        ts=domain_event.timestamp,  # type: ignore[attr-defined]  # every Run event has one
         data=data,
     )
 

@@ -55,16 +55,16 @@ def translate_notification(app: Application[Any], notification: Notification) ->
         "backend": sandbox.backend,
         "metadata": sandbox.metadata,
     }
-    if isinstance(event, Sandbox.Created):
+    if type(event).__name__ == "Created":
         contract: SandboxCreated | SandboxKilled = SandboxCreated(
-            **common, created_at=event.timestamp
+            **common,
+            created_at=event.timestamp,  # type: ignore[attr-defined]
         )
     else:
-        assert isinstance(event, Sandbox.Killed)
         contract = SandboxKilled(
             **common,
-            reason=event.reason,
-            duration_ms=event.duration_ms,
-            cost_micros=event.cost_micros,
+            reason=event.reason,  # type: ignore[attr-defined]
+            duration_ms=event.duration_ms,  # type: ignore[attr-defined]
+            cost_micros=event.cost_micros,  # type: ignore[attr-defined]
         )
     return contract.subject, contract.to_bytes()

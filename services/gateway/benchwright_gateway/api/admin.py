@@ -1,6 +1,6 @@
 """``/v1/admin``: operator commands, such as rebuilding a read model."""
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
@@ -18,7 +18,7 @@ PROJECTION_OWNERS = {"runs": "gateway", "run_summaries": "registry", "ledger": "
 
 def build_router(
     ctx: GatewayContext,
-    principal: Callable[..., Coroutine[Any, Any, Principal]],
+    principal: Callable[..., Awaitable[Principal]],
     rebuild_local: Callable[[str], Coroutine[Any, Any, RebuildResult]],
 ) -> APIRouter:
     router = APIRouter(prefix="/v1/admin", tags=["admin"])

@@ -2,7 +2,7 @@
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -38,9 +38,7 @@ TERMINAL_EVENT = "PipelineFinished"
 QUERY_TIMEOUT_S = 10.0
 
 
-def build_router(
-    ctx: GatewayContext, principal: Callable[..., Coroutine[Any, Any, Principal]]
-) -> APIRouter:
+def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
     router = APIRouter(prefix="/v1/runs", tags=["runs"])
     Caller = Annotated[Principal, Depends(principal)]
 

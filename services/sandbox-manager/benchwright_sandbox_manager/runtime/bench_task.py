@@ -68,7 +68,8 @@ class BenchTask:
         timeout = float(os.environ.get("BW_MODEL_TIMEOUT", "600"))
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                return json.loads(response.read())
+                reply: dict[str, Any] = json.loads(response.read())
+                return reply
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")[:500]
             raise ModelCallError(f"model proxy answered {exc.code}: {detail}") from None
