@@ -31,10 +31,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import logging
 import os
 import platform
+import resource
 import shutil
 import socket
 import sys
@@ -43,24 +45,47 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import httpx
+
+from benchwright_runtime.cli import run_embedded
+from benchwright_shared.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
-# The fake server lives with the tests; the GSM8K prompt builder with the scorers.
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-sys.path.append(str(ROOT / "services/sandbox-manager/benchwright_sandbox_manager/runtime"))
+FAKE_SERVER = ROOT / "tests/support/fake_openai.py"
+BENCH_TASK = ROOT / "services/sandbox-manager/benchwright_sandbox_manager/runtime/bench_task.py"
 
-import httpx  # noqa: E402
 
-from benchwright_runtime.cli import run_embedded  # noqa: E402
-from benchwright_shared.settings import Settings  # noqa: E402
-from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
+def load_file(name: str, path: Path) -> ModuleType:
+    """Import a module from a file without growing ``sys.path``.
+
+    A longer ``sys.path`` would make every failed import slower, and httpcore
+    retries one (``import sniffio``) several times per request: the figures
+    would drift with the bench's own set-up.
+    """
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
 
 BENCHMARK = "GSM8K"
 POLL_S = 0.2
 RUN_TIMEOUT_S = 240.0
 STARTUP_TIMEOUT_S = 60.0
+READY_FILE = "bench-ready"
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process, and of its waited-for children."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def free_port() -> int:
@@ -72,6 +97,10 @@ def free_port() -> int:
 def gsm8k_prompts(n: int) -> list[str]:
     """The prompts the GSM8K scorer sends for rows 0..n-1 (wrapping past 1,319)."""
     from benchwright_registry.catalog import load_gsm8k_test
+
+    # The scorer imports ``bench_task``, which only the sandbox has on its path.
+    if "bench_task" not in sys.modules:
+        load_file("bench_task", BENCH_TASK)
     from benchwright_registry.impls.gsm8k_math import build_prompt
 
     rows = load_gsm8k_test()
@@ -79,8 +108,8 @@ def gsm8k_prompts(n: int) -> list[str]:
 
 
 # -- baseline -------------------------------------------------------------------------
-async def baseline(base_url: str, prompts: list[str], concurrency: int) -> float:
-    """Seconds for ``len(prompts)`` chat completions, ``concurrency`` at a time."""
+async def baseline(base_url: str, prompts: list[str], concurrency: int) -> tuple[float, float]:
+    """(wall s, CPU s of this process) for ``len(prompts)`` chat completions."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     queue: asyncio.Queue[str] = asyncio.Queue()
     for p in prompts:
@@ -108,12 +137,14 @@ async def baseline(base_url: str, prompts: list[str], concurrency: int) -> float
                 if response.status_code != 200 or not reply["choices"][0]["message"]["content"]:
                     failures += 1
 
+        cpu0, _ = cpu_seconds()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds()[0] - cpu0
     if failures:
         raise RuntimeError(f"baseline: {failures} calls failed")
-    return elapsed
+    return elapsed, cpu
 
 
 # -- platform -------------------------------------------------------------------------
@@ -129,20 +160,27 @@ class RunFigures:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-async def wait_for_credentials(data_dir: Path, platform_task: asyncio.Task[None]) -> dict[str, str]:
-    path = data_dir / "credentials.json"
+async def wait_until_up(data_dir: Path, platform_task: asyncio.Task[None]) -> dict[str, str]:
+    """The saved admin credentials, once every service has started.
+
+    ``credentials.json`` may be written before the gateway listens, so the
+    ready file (written by ``run_embedded`` after all services started) is
+    what says "up"; the gateway's ``/healthz`` confirms it.
+    """
+    ready, path = data_dir / READY_FILE, data_dir / "credentials.json"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if platform_task.done():
             platform_task.result()  # surfaces the start-up error
             raise RuntimeError("the platform stopped during start-up")
-        if path.exists():
-            with contextlib.suppress(ValueError):
+        if ready.exists() and path.exists():
+            with contextlib.suppress(ValueError, httpx.HTTPError):
                 creds: dict[str, str] = json.loads(path.read_text())
-                if creds.get("token"):
-                    return creds
+                async with httpx.AsyncClient(base_url=creds["base_url"], timeout=5) as client:
+                    if (await client.get("/healthz")).status_code == 200 and creds.get("token"):
+                        return creds
         await asyncio.sleep(0.05)
-    raise TimeoutError("the platform did not write credentials.json in time")
+    raise TimeoutError(f"the platform was not up within {STARTUP_TIMEOUT_S:.0f}s")
 
 
 async def run_once(client: httpx.AsyncClient, fake_url: str, limit: int) -> RunFigures:
@@ -180,7 +218,9 @@ async def run_once(client: httpx.AsyncClient, fake_url: str, limit: int) -> RunF
         for e in events
         if e["type"] == "PhaseCompleted"
     }
-    dataset = next((e["data"] for e in events if e["type"] == "DatasetTasksArtifact"), {})
+    dataset: dict[str, Any] = next(
+        (e["data"] for e in events if e["type"] == "DatasetTasksArtifact"), {}
+    )
     tasks = (await client.get(f"/v1/runs/{run_id}/tasks", params={"limit": 1})).raise_for_status()
     return RunFigures(
         run_id=run_id,
@@ -194,17 +234,26 @@ async def run_once(client: httpx.AsyncClient, fake_url: str, limit: int) -> RunF
     )
 
 
-async def platform_runs(
-    settings: Settings, fake_url: str, n_tasks: int
-) -> tuple[list[RunFigures], float]:
-    """Runs until ``n_tasks`` tasks were scored; (runs, platform start-up seconds)."""
+@dataclass
+class PlatformFigures:
+    runs: list[RunFigures]
+    startup_s: float
+    cpu_s: float  # this process: all six services, the proxy and the fake model
+    sandbox_cpu_s: float  # the work sandboxes (waited-for children)
+
+
+async def platform_runs(settings: Settings, fake_url: str, n_tasks: int) -> PlatformFigures:
+    """Runs until ``n_tasks`` tasks were scored."""
     stop = asyncio.Event()
     t0 = time.perf_counter()
-    platform_task = asyncio.create_task(run_embedded(settings, stop=stop, quiet=True))
+    platform_task = asyncio.create_task(
+        run_embedded(settings, ready_file=settings.data_dir / READY_FILE, stop=stop, quiet=True)
+    )
     runs: list[RunFigures] = []
     try:
-        creds = await wait_for_credentials(settings.data_dir, platform_task)
+        creds = await wait_until_up(settings.data_dir, platform_task)
         startup = time.perf_counter() - t0
+        cpu0, kids0 = cpu_seconds()
         headers = {"Authorization": f"Bearer {creds['token']}"}
         async with httpx.AsyncClient(
             base_url=creds["base_url"], headers=headers, timeout=60
@@ -216,10 +265,11 @@ async def platform_runs(
                 if figures.status != "ok" or figures.selected == 0:
                     raise RuntimeError(f"run {figures.run_id} ended {figures.status}: {figures}")
                 remaining -= figures.selected
+        cpu1, kids1 = cpu_seconds()
     finally:
         stop.set()
         await platform_task
-    return runs, startup
+    return PlatformFigures(runs, startup, cpu1 - cpu0, kids1 - kids0)
 
 
 # -- report ---------------------------------------------------------------------------
@@ -228,15 +278,15 @@ def rate(tasks: int, seconds: float) -> float:
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    load_at_start = round(os.getloadavg()[0], 2)
+    FakeOpenAIServer = load_file("bw_fake_openai", FAKE_SERVER).FakeOpenAIServer
     prompts = await asyncio.to_thread(gsm8k_prompts, args.tasks)
     fake = FakeOpenAIServer().start()
     data_dir = Path(tempfile.mkdtemp(prefix="bw-bench-"))
     try:
         # The baseline goes first, while nothing else runs in this process.
-        await baseline(
-            fake.base_url, prompts[: min(200, len(prompts))], args.concurrency
-        )  # warm-up
-        baseline_s = await baseline(fake.base_url, prompts, args.concurrency)
+        await baseline(fake.base_url, prompts[:200], args.concurrency)  # warm-up
+        baseline_s, baseline_cpu_s = await baseline(fake.base_url, prompts, args.concurrency)
 
         settings = Settings(
             data_dir=data_dir,
@@ -247,13 +297,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             database_url=None,
         )
         calls_before_platform = fake.state["calls"]
-        runs, startup_s = await platform_runs(settings, fake.base_url, args.tasks)
+        measured = await platform_runs(settings, fake.base_url, args.tasks)
         platform_calls = fake.state["calls"] - calls_before_platform
     finally:
         fake.stop()
         if not args.keep_data:
             shutil.rmtree(data_dir, ignore_errors=True)
 
+    runs = measured.runs
     tasks = sum(r.selected for r in runs)
     scored = sum(int(r.summary.get("total") or 0) for r in runs)
     errored = sum(int(r.summary.get("errored") or 0) for r in runs)
@@ -275,11 +326,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "loadavg_1m_at_start": load_at_start,
         },
         "benchmark": BENCHMARK,
         "concurrency": args.concurrency,
         "tasks": tasks,
-        "platform_startup_s": round(startup_s, 3),
+        "platform_startup_s": round(measured.startup_s, 3),
         "platform_e2e_s": round(e2e_s, 3),
         "platform_e2e_tasks_per_s": round(rate(tasks, e2e_s), 2),
         "platform_materialize_s": round(mat_s, 3),
@@ -289,6 +341,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "baseline_tasks_per_s": round(base_rate, 2),
         "ratio_baseline_over_e2e": round(base_rate / rate(tasks, e2e_s), 2),
         "ratio_baseline_over_materialize": round(base_rate / rate(tasks, mat_s), 2),
+        "platform_cpu_ms_per_task": round(1000 * measured.cpu_s / tasks, 1),
+        "sandbox_cpu_ms_per_task": round(1000 * measured.sandbox_cpu_s / tasks, 1),
+        "baseline_cpu_ms_per_task": round(1000 * baseline_cpu_s / args.tasks, 1),
         "phases_ms": phases,
         "runs": [asdict(r) for r in runs],
     }
@@ -339,6 +394,12 @@ def print_table(result: dict[str, Any]) -> None:
     p50 = [r["summary"].get("duration_ms_p50") for r in runs]
     p95 = [r["summary"].get("duration_ms_p95") for r in runs]
     print(f"per-task duration in the sandbox (ms): p50 {p50}, p95 {p95}")
+    print(
+        f"CPU per task: platform process {result['platform_cpu_ms_per_task']} ms "
+        f"(+ sandbox {result['sandbox_cpu_ms_per_task']} ms), baseline process "
+        f"{result['baseline_cpu_ms_per_task']} ms; load average at start "
+        f"{result['machine']['loadavg_1m_at_start']}"
+    )
 
 
 def main() -> None:

@@ -14,8 +14,10 @@ if [ ! -x .venv/bin/pip ]; then
   "$PY" -m venv .venv
 fi
 # pip warns about this machine's unused local index folders; keep errors, drop that noise.
+# The --no-deps installs below also make pip list requirements we leave out on purpose.
 pip_install() {
-  .venv/bin/pip install -q "$@" 2>&1 | { grep -v "is ignored" || true; }
+  .venv/bin/pip install -q "$@" 2>&1 \
+    | { grep -v -e "is ignored" -e "dependency resolver does not" -e "which is not installed" || true; }
   return "${PIPESTATUS[0]}"
 }
 pip_install --upgrade pip
@@ -31,7 +33,6 @@ if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/nul
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python once (10-15 minutes); cached in $WHEELS"
     mkdir -p "$WHEELS"
-    # Built for this machine's CPU (the wheel never leaves it): 4x faster than portable.
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
       .venv/bin/pip wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS"
   fi
