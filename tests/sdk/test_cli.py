@@ -255,3 +255,16 @@ def test_up_without_the_server_package_prints_an_install_hint(
 def test_version(runner: CliRunner) -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("benchwright ")
+
+
+def test_without_a_dashboard_the_cli_prints_the_runs_api_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchwright._models import Run
+    from benchwright.cli._run import _echo_link
+
+    run = Run.model_validate(
+        {"id": "r1", "status": "ok", "links": {"self": "http://h/v1/runs/r1", "dashboard": None}}
+    )
+    _echo_link(run)
+    assert capsys.readouterr().out.strip() == "url: http://h/v1/runs/r1"

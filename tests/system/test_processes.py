@@ -64,6 +64,21 @@ async def wait_terminal(
     raise TimeoutError(run_id)
 
 
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line mentions ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
     for proc in procs:
         if proc.poll() is None:
@@ -154,6 +169,12 @@ async def test_killed_mid_run_the_log_survives_a_restart(tmp_path: Path) -> None
             before = (await c.get(f"/v1/runs/{run_id}/events", params={"limit": 5000})).json()
         first.send_signal(signal.SIGKILL)  # no chance to clean up
         first.wait(10)
+        # Its nats-server goes with it rather than holding the data directory.
+        for _ in range(50):
+            if not processes_mentioning(str(tmp_path / "data" / "nats")):
+                break
+            await asyncio.sleep(0.1)
+        assert processes_mentioning(str(tmp_path / "data" / "nats")) == []
     finally:
         if first.poll() is None:
             first.kill()
@@ -186,3 +207,6 @@ async def test_killed_mid_run_the_log_survives_a_restart(tmp_path: Path) -> None
     finally:
         stop_all([second])
         model.stop()
+    # SIGTERM shuts down cleanly: exit 0, and no orphaned nats-server.
+    assert second.returncode == 0, (tmp_path / "second.log").read_text()
+    assert processes_mentioning(str(tmp_path / "data" / "nats")) == []

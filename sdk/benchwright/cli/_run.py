@@ -102,10 +102,17 @@ def run(
 def _print_launched(run: Run, output: OutputFormat) -> None:
     if output is OutputFormat.table:
         typer.echo(f"launched run {run.id}")
-        if run.links.dashboard:
-            typer.echo(f"dashboard: {run.links.dashboard}")
+        _echo_link(run)
     else:
         echo_json(dump(run), compact=output is OutputFormat.ndjson)
+
+
+def _echo_link(run: Run) -> None:
+    """The run's page when the server has a dashboard, else its API resource."""
+    if run.links.dashboard:
+        typer.echo(f"dashboard: {run.links.dashboard}")
+    elif run.links.self_:
+        typer.echo(f"url: {run.links.self_}")
 
 
 def _follow(bw: Benchwright, launched: Run, output: OutputFormat) -> tuple[Run, TaskSummary]:
@@ -131,8 +138,7 @@ def _follow(bw: Benchwright, launched: Run, output: OutputFormat) -> tuple[Run, 
 def _print_final(run: Run, summary: TaskSummary, output: OutputFormat) -> None:
     if output is OutputFormat.table:
         Console(highlight=False).print(run_table(run, summary))
-        if run.links.dashboard:
-            typer.echo(f"dashboard: {run.links.dashboard}")
+        _echo_link(run)
         return
     document: dict[str, Any] = {"run": dump(run), "summary": dump(summary)}
     echo_json(document, compact=output is OutputFormat.ndjson)
@@ -149,8 +155,7 @@ def show(
         found = bw.runs.get(run_id)
     if output is OutputFormat.table:
         Console(highlight=False).print(run_table(found, _embedded_summary(found)))
-        if found.links.dashboard:
-            typer.echo(f"dashboard: {found.links.dashboard}")
+        _echo_link(found)
     else:
         echo_json(dump(found), compact=output is OutputFormat.ndjson)
 

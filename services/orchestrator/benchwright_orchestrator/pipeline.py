@@ -229,7 +229,12 @@ class RunPipeline:
             run_id=self.run.run_id,
             sandbox_id=sandbox_id,
             tasks=[TaskSpec(index=i) for i in self.state.selected],
-            concurrency=self.deps.settings.task_concurrency,
+            # A model that serves one call at a time gets one task at a time, so
+            # task durations measure the task rather than the queue before it.
+            concurrency=min(
+                self.deps.settings.task_concurrency,
+                model.max_concurrency or self.deps.settings.task_concurrency,
+            ),
             timeout_s=self.deps.settings.task_timeout_s,
             env={
                 "BW_MODEL_PROXY_URL": model.proxy_url,

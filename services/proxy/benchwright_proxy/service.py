@@ -10,7 +10,7 @@ from faststream.nats import NatsBroker
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.domain import ModelBinding
 from benchwright_proxy.http import ProviderPool, build_http_app
-from benchwright_proxy.providers import ProviderError, known_provider
+from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
 from benchwright_shared.bus import publish_event
 from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, ModelUsageRecorded
 from benchwright_shared.settings import Settings
@@ -48,6 +48,7 @@ class ProxyRuntime:
             proxy_key=key,
             model_id=binding.model_id,
             litellm_config_yaml=litellm_config_yaml(command.sut),
+            max_concurrency=max_concurrency(command.sut),
         )
         await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
 

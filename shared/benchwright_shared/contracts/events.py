@@ -99,6 +99,8 @@ class ModelAttached(Contract):
     proxy_key: str
     model_id: str
     litellm_config_yaml: str
+    # How many calls the model serves at once; None when the upstream scales.
+    max_concurrency: int | None = None
 
 
 class ModelUsageRecorded(Contract):

@@ -67,7 +67,8 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
             "tasks": f"{api}/tasks",
             "events": f"{api}/events",
             "stream": f"{api}/stream",
-            "dashboard": f"{base_url}/runs/{run_id}",
+            # No web dashboard is served yet; a link to nothing would be worse than none.
+            "dashboard": None,
         },
     }
 

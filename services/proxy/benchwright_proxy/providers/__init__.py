@@ -74,3 +74,11 @@ def provider_key(sut: SutRef) -> str:
 
 def known_provider(sut: SutRef) -> bool:
     return provider_key(sut) in PROVIDERS
+
+
+# Providers that serve one call at a time: more concurrent tasks only queue.
+SERIAL_PROVIDERS = {"local"}
+
+
+def max_concurrency(sut: SutRef) -> int | None:
+    return 1 if provider_key(sut) in SERIAL_PROVIDERS else None
