@@ -14,6 +14,10 @@ once, and reports tasks/second:
   completions, with the same prompts and the same concurrency, straight to the
   same fake server.
 
+It also reports CPU seconds per task (``getrusage``) for this process (all
+services, the proxy and the fake model), the work sandboxes and the baseline:
+on a shared machine they drift much less than wall-clock rates.
+
 GSM8K's test subset has 1,319 rows and the orchestrator caps ``metadata.limit``
 at the subset size (``min(total, limit)`` in ``RunPipeline._fetch``), so more
 tasks than that are run as consecutive runs whose figures are added up; the
