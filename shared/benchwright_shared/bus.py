@@ -8,14 +8,17 @@ process agrees on them whichever service starts first.
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
+import nats.errors
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.client import JetStreamContext as _JS
 from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import BaseModel
 
@@ -29,6 +32,8 @@ COMMAND_DEDUPE_WINDOW = timedelta(minutes=10)
 # The run log relay republishes after a crash; a long window drops those repeats.
 RUN_LOG_DEDUPE_WINDOW = timedelta(hours=1)
 
+PullSubscription = _JS.PullSubscription
+
 # A message handler: FastStream decorators hand back the function they wrap.
 Handler = Callable[..., Awaitable[Any]]
 
@@ -39,14 +44,46 @@ STREAMS: tuple[tuple[str, Sequence[str], timedelta], ...] = (
 )
 
 
+def _translate_fetch_timeouts() -> None:
+    """Make nats-py's pull ``fetch`` time out the way FastStream expects.
+
+    FastStream 0.7.8 treats ``nats.errors.TimeoutError`` from ``fetch`` as "no
+    messages yet"; nats-py 2.15+ also raises a bare ``asyncio.TimeoutError``
+    there when the deadline runs out. Unhandled, every idle pull consumer is
+    torn down, logged as an error with a traceback, and restarted, every few
+    hundred milliseconds. See docs/decisions/0006-fetch-timeouts.md.
+    """
+    original = PullSubscription.fetch
+    if getattr(original, "_benchwright_translated", False):
+        return
+
+    async def fetch(self: PullSubscription, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original(self, *args, **kwargs)
+        except nats.errors.TimeoutError:
+            raise
+        except TimeoutError as exc:
+            raise nats.errors.TimeoutError from exc
+
+    fetch._benchwright_translated = True  # type: ignore[attr-defined]
+    PullSubscription.fetch = fetch  # type: ignore[method-assign]
+
+
 def build_broker(settings: Settings, *, name: str) -> NatsBroker:
-    """A broker for one process. Per-message logging is off: it halves throughput."""
+    """A broker for one process.
+
+    Per-message lines go out at DEBUG, which the default WARNING level drops
+    before formatting (formatting them halves throughput); handler failures
+    still log at ERROR.
+    """
     if not settings.nats_url:
         raise ValueError("settings.nats_url is not set (the embedded runner sets it)")
+    _translate_fetch_timeouts()
     return NatsBroker(
         settings.nats_url,
         name=f"benchwright-{name}",
-        logger=None,
+        logger=logging.getLogger("benchwright.bus"),
+        log_level=logging.DEBUG,
         max_reconnect_attempts=-1,
     )
 

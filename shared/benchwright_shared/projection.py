@@ -111,6 +111,40 @@ class ProjectionStore:
             raise
         return True
 
+    def apply_many(self, projection: str, items: Sequence[tuple[int, dict[str, Any]]]) -> int:
+        """Apply a batch in one transaction (one fsync, not one per message).
+
+        Positions already tracked are skipped. If another writer (a rebuild)
+        tracks one of them meanwhile, the batch falls back to one transaction
+        per message, which skips exactly the duplicates.
+        """
+        handler = self.projections[projection]
+        tracking = self._tracking_table()
+        try:
+            with self._transaction(commit=True) as raw:
+                cur = self._cursor(raw)
+                positions = sorted({p for p, _ in items})
+                marks = ", ".join("?" for _ in positions)
+                cur.execute(
+                    f"SELECT notification_id FROM {tracking} "
+                    f"WHERE application_name = ? AND notification_id IN ({marks})",
+                    [projection, *positions],
+                )
+                done = {int(r["notification_id"]) for r in cur.fetchall()}
+                applied = 0
+                for position, message in items:
+                    if position in done:
+                        continue
+                    done.add(position)
+                    self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
+                    handler.apply(cur, message)
+                    applied += 1
+                return applied
+        except Exception as exc:
+            if isinstance(exc, IntegrityError) or _is_unique_violation(exc):
+                return sum(self.apply(projection, p, m) for p, m in items)
+            raise
+
     def max_position(self, projection: str) -> int:
         return self.recorder.max_tracking_id(projection) or 0
 

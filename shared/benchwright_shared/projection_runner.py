@@ -3,10 +3,11 @@
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Annotated, Any
 
-from faststream import AckPolicy
-from faststream.nats import JStream, NatsMessage, NatsRouter, PullSub
+from faststream import AckPolicy, Context
+from faststream.nats import JStream, NatsRouter, PullSub
+from faststream.nats.message import NatsBatchMessage
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -28,14 +29,17 @@ def register_projection(
     service: str,
     max_deliver: int,
 ) -> None:
-    """Subscribe a projection to ``subject`` with a durable pull consumer."""
+    """Subscribe a projection to ``subject`` with a durable pull consumer.
+
+    Messages arrive in batches and each batch is applied in one transaction.
+    """
     durable = f"{service}-{projection}"
 
     @router.subscriber(
         subject,
         stream=JStream(stream, declare=False),
         durable=durable,
-        pull_sub=PullSub(batch_size=256, timeout=0.5),
+        pull_sub=PullSub(batch_size=256, timeout=0.2, batch=True),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         config=ConsumerConfig(
             durable_name=durable,
@@ -45,9 +49,12 @@ def register_projection(
             deliver_policy=DeliverPolicy.ALL,
         ),
     )
-    async def apply(body: dict[str, Any], msg: NatsMessage) -> None:
-        position = msg.raw_message.metadata.sequence.stream
-        await blocking.run(store.apply, projection, position, body)
+    async def apply(
+        bodies: list[dict[str, Any]],
+        msg: Annotated[NatsBatchMessage, Context("message")],
+    ) -> None:
+        positions = [raw.metadata.sequence.stream for raw in msg.raw_message]
+        await blocking.run(store.apply_many, projection, list(zip(positions, bodies, strict=True)))
 
 
 async def rebuild_projection(

@@ -13,6 +13,7 @@ class CostLine:
     micros: int
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    calls: int = 0
 
 
 SOURCES = ("model", "sandbox", "driver")

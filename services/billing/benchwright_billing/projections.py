@@ -19,7 +19,7 @@ class LedgerProjection(Projection):
         "ledger": (
             "entry_id TEXT PRIMARY KEY, account TEXT NOT NULL, run_id TEXT NOT NULL, "
             "source TEXT NOT NULL, micros BIGINT NOT NULL, prompt_tokens BIGINT NOT NULL, "
-            "completion_tokens BIGINT NOT NULL"
+            "completion_tokens BIGINT NOT NULL, calls BIGINT NOT NULL"
         ),
     }
     indexes = ("ledger(run_id)", "ledger(account)")
@@ -30,7 +30,7 @@ class LedgerProjection(Projection):
             return
         entry_id, line = entry
         cur.execute(
-            f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (entry_id) DO NOTHING",
             [
                 entry_id,
@@ -40,13 +40,14 @@ class LedgerProjection(Projection):
                 line.micros,
                 line.prompt_tokens,
                 line.completion_tokens,
+                line.calls,
             ],
         )
 
 
 def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
-    if "call_id" in message:
-        return f"call:{message['call_id']}", validate(
+    if "usage_id" in message:
+        return f"usage:{message['usage_id']}", validate(
             CostLine(
                 account=message["account"],
                 run_id=message["run_id"],
@@ -54,6 +55,7 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
                 micros=int(message.get("cost_micros", 0)),
                 prompt_tokens=int(message.get("prompt_tokens", 0)),
                 completion_tokens=int(message.get("completion_tokens", 0)),
+                calls=int(message.get("calls", 0)),
             )
         )
     if "sandbox_id" in message and "duration_ms" in message:
@@ -70,7 +72,7 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
 
 def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:
     cur.execute(
-        f"SELECT source, SUM(micros) AS micros, COUNT(*) AS n, SUM(prompt_tokens) AS pt, "
+        f"SELECT source, SUM(micros) AS micros, SUM(calls) AS n, SUM(prompt_tokens) AS pt, "
         f"SUM(completion_tokens) AS ct FROM {cur.table('ledger')} WHERE run_id = ? GROUP BY source",
         [run_id],
     )
@@ -85,7 +87,7 @@ def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:
     for row in cur.fetchall():
         out[f"{row['source']}_micros"] = int(row["micros"] or 0)
         if row["source"] == "model":
-            out["model_calls"] = int(row["n"])
+            out["model_calls"] = int(row["n"] or 0)
             out["prompt_tokens"] = int(row["pt"] or 0)
             out["completion_tokens"] = int(row["ct"] or 0)
     return out

@@ -108,8 +108,6 @@ class GatewayService:
 
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker
-        # Every deployment needs a first credential; it is written once, 0600.
-        self.credentials_path = await self.blocking.run(self.ensure_admin_token)
         config = uvicorn.Config(
             self.http,
             host=self.settings.gateway_host,
@@ -124,6 +122,9 @@ class GatewayService:
             if self._serve_task.done():
                 self._serve_task.result()
             await asyncio.sleep(0.01)
+        # Every deployment needs a first credential; it is written once, 0600, and
+        # only once the API listens, so the file's presence means "ready to use".
+        self.credentials_path = await self.blocking.run(self.ensure_admin_token)
 
     async def stop(self) -> None:
         if self._server:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from faststream.nats import NatsMessage, NatsRouter
+from faststream.nats import NatsRouter
 
 from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
@@ -20,17 +20,15 @@ from benchwright_shared.contracts import (
     SandboxTasksFinished,
 )
 
-REPLY_TYPES: dict[str, type[Contract]] = {
-    cls.subject: cls
-    for cls in (
-        SandboxCreated,
-        SandboxKilled,
-        SandboxCommandFailed,
-        SandboxTaskResults,
-        SandboxTasksFinished,
-        ModelAttached,
-    )
-}
+# The events that answer the orchestrator's commands; it listens to these only.
+REPLY_TYPES: tuple[type[Contract], ...] = (
+    SandboxCreated,
+    SandboxKilled,
+    SandboxCommandFailed,
+    SandboxTaskResults,
+    SandboxTasksFinished,
+    ModelAttached,
+)
 
 
 def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int) -> None:
@@ -40,14 +38,19 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
     async def launch_run(command: LaunchRun) -> None:
         await orchestrator.launch(command)
 
-    @event_listener(router, "bw.evt.>")
-    async def command_reply(body: dict[str, Any], msg: NatsMessage) -> None:
-        reply_type = REPLY_TYPES.get(msg.raw_message.subject)
-        if reply_type is None:
-            return
-        event = reply_type.model_validate(body)
-        orchestrator.replies.deliver(event.command_id, event)  # type: ignore[attr-defined]
+    for reply_type in REPLY_TYPES:
+        _listen_for_replies(router, orchestrator, reply_type)
 
     @router.subscriber(subjects.GET_RUN_EVENTS, queue="orchestrator")
     async def run_events(query: GetRunEvents) -> RunEventsPage:
         return await orchestrator.run_events(query)
+
+
+def _listen_for_replies(
+    router: NatsRouter, orchestrator: Orchestrator, reply_type: type[Contract]
+) -> None:
+    async def deliver(body: dict[str, Any]) -> None:
+        event = reply_type.model_validate(body)
+        orchestrator.replies.deliver(event.command_id, event)  # type: ignore[attr-defined]
+
+    event_listener(router, reply_type.subject)(deliver)

@@ -6,9 +6,7 @@ calls it with the real credentials, which never leave this process.
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,11 +14,12 @@ from fastapi.responses import JSONResponse
 
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
-from benchwright_shared.contracts import ModelUsageRecorded, SutRef
+from benchwright_proxy.usage import CallRecord
+from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
 
 Authenticate = Callable[[str], Awaitable[ModelBinding]]
-RecordUsage = Callable[[ModelUsageRecorded], None]
+RecordUsage = Callable[[CallRecord], None]
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
@@ -93,8 +92,7 @@ def build_http_app(
             return _error(exc.status, exc.detail, "upstream_error")
         finally:
             record_usage(
-                ModelUsageRecorded(
-                    call_id=str(uuid.uuid4()),
+                CallRecord(
                     run_id=binding.run_id,
                     account=binding.account,
                     model_id=binding.model_id,
@@ -103,8 +101,7 @@ def build_http_app(
                     completion_tokens=int(usage.get("completion_tokens") or 0),
                     cost_micros=provider.cost_micros(sut, usage) if provider and usage else 0,
                     latency_ms=int((time.perf_counter() - started) * 1000),
-                    status=status,
-                    recorded_at=datetime.now(UTC),
+                    ok=status < 400,
                 )
             )
 

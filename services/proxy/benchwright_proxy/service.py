@@ -8,15 +8,19 @@ import uvicorn
 from faststream.nats import NatsBroker
 
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
-from benchwright_proxy.domain import ModelBinding
+from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
+from benchwright_proxy.usage import CallRecord, UsageMeter
 from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, ModelUsageRecorded
+from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
+
+# How often a run's summed usage is reported.
+USAGE_WINDOW_S = 0.5
 
 
 class ProxyRuntime:
@@ -26,13 +30,22 @@ class ProxyRuntime:
         self.store = store
         self.pool = ProviderPool(settings)
         self.broker: NatsBroker | None = None
-        self._usage: asyncio.Queue[ModelUsageRecorded] = asyncio.Queue()
+        self.meter = UsageMeter()
+        # Bindings by run id: a key check must not cost a store read per call.
+        self._bindings: dict[str, ModelBinding] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._server: uvicorn.Server | None = None
         self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
 
     async def authenticate(self, key: str) -> ModelBinding:
-        return await self.store.run(self.app.authenticate, key)
+        run_id, secret = parse_key(key)
+        binding = self._bindings.get(run_id)
+        if binding is None:
+            binding = await self.store.run(self.app.authenticate, key)
+            self._bindings[run_id] = binding
+        elif not binding.accepts(secret):
+            raise InvalidProxyKeyError("key revoked or wrong")
+        return binding
 
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
@@ -41,6 +54,9 @@ class ProxyRuntime:
         binding, key = await self.store.run(
             self.app.attach, command.run_id, command.account, command.sut
         )
+        self._bindings[command.run_id] = binding
+        # Warm the provider now, not on the sweep's first call.
+        await self.pool.get(command.sut)
         reply = ModelAttached(
             command_id=command.command_id,
             run_id=command.run_id,
@@ -53,21 +69,25 @@ class ProxyRuntime:
         await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
 
     async def detach(self, command: DetachModel) -> None:
+        self._bindings.pop(command.run_id, None)
         await self.store.run(self.app.detach, command.run_id)
+        await self.flush_usage()
 
-    def record_usage(self, usage: ModelUsageRecorded) -> None:
-        self._usage.put_nowait(usage)
+    def record_usage(self, call: CallRecord) -> None:
+        self.meter.record(call)
+
+    async def flush_usage(self) -> None:
+        assert self.broker is not None
+        for usage in self.meter.drain():
+            try:
+                await publish_event(self.broker, usage, msg_id=usage.usage_id)
+            except Exception:
+                log.exception("could not publish model usage for %s", usage.run_id)
 
     async def _publish_usage(self) -> None:
-        assert self.broker is not None
         while True:
-            usage = await self._usage.get()
-            try:
-                await publish_event(self.broker, usage, msg_id=usage.call_id)
-            except Exception:
-                log.exception("could not publish model usage; will retry")
-                await asyncio.sleep(1)
-                self._usage.put_nowait(usage)
+            await asyncio.sleep(USAGE_WINDOW_S)
+            await self.flush_usage()
 
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker
@@ -101,4 +121,5 @@ class ProxyRuntime:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.flush_usage()
         await self.pool.close()

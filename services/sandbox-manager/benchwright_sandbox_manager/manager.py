@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # Results are published in batches: by count, or after a short wait.
 BATCH_MAX = 200
-BATCH_WAIT_S = 0.05
+BATCH_WAIT_S = 0.25
 # NATS's default message cap is 1 MB; stay well under it whatever the outputs weigh.
 BATCH_MAX_BYTES = 512 * 1024
 

@@ -104,18 +104,24 @@ class ModelAttached(Contract):
 
 
 class ModelUsageRecorded(Contract):
-    """One proxied model call: tokens, latency and what it cost."""
+    """A run's proxied model calls over a short window: tokens, latency, cost.
+
+    One event per run per window rather than per call keeps the bus and the
+    ledger cheap when a sweep makes thousands of calls a minute.
+    """
 
     subject: ClassVar[str] = subjects.MODEL_USAGE_RECORDED
 
-    call_id: str
+    usage_id: str
     run_id: str
     account: str
     model_id: str
     provider: str
+    calls: int = 0
+    failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_micros: int = 0
-    latency_ms: int = 0
-    status: int = 200
-    recorded_at: datetime
+    latency_ms_total: int = 0
+    window_start: datetime
+    window_end: datetime

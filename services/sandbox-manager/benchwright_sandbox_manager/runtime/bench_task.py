@@ -12,16 +12,58 @@ The model is reachable only through the run's proxy: ``BW_MODEL_PROXY_URL`` (an
 OpenAI-compatible endpoint), ``BW_MODEL_MODEL`` and ``BW_MODEL_PROXY_KEY``.
 """
 
+import http.client
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import Any
 
 
 class ModelCallError(RuntimeError):
     """The proxy answered with an error."""
+
+
+# One keep-alive connection per worker thread: a sweep makes thousands of calls
+# to the same proxy, and a fresh connection (and TLS context) per call would cost
+# more than the call.
+_connections = threading.local()
+# A reused connection the server has closed fails before any response: safe to retry.
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+def _post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    parts = urllib.parse.urlsplit(url)
+    target = (parts.scheme, parts.netloc)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    for attempt in (1, 2):
+        conn = getattr(_connections, "conn", None)
+        reused = conn is not None and getattr(_connections, "target", None) == target
+        if not reused:
+            if conn is not None:
+                conn.close()
+            cls = (
+                http.client.HTTPSConnection
+                if parts.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+            _connections.conn, _connections.target = conn, target
+        assert conn is not None
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        except _STALE:
+            conn.close()
+            _connections.conn = None
+            if not reused or attempt == 2:
+                raise
+        except Exception:
+            conn.close()
+            _connections.conn = None
+            raise
+    raise AssertionError("unreachable")
 
 
 class BenchTask:
@@ -62,17 +104,13 @@ class BenchTask:
         key = os.environ.get("BW_MODEL_PROXY_KEY")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(
-            url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
         timeout = float(os.environ.get("BW_MODEL_TIMEOUT", "600"))
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                reply: dict[str, Any] = json.loads(response.read())
-                return reply
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:500]
-            raise ModelCallError(f"model proxy answered {exc.code}: {detail}") from None
+        status, raw = _post_json(url, json.dumps(body).encode(), headers, timeout)
+        if status >= 400:
+            detail = raw.decode(errors="replace")[:500]
+            raise ModelCallError(f"model proxy answered {status}: {detail}")
+        reply: dict[str, Any] = json.loads(raw)
+        return reply
 
     def complete(self, prompt: str, **params: Any) -> str:
         """One user message in, the assistant's text out."""
