@@ -5,7 +5,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,20 @@ class Platform:
         self.stop.set()
         if self.task:
             await asyncio.wait_for(self.task, 60)
+
+    async def wait_for(
+        self, run_id: str, check: Callable[[dict[str, Any]], bool], timeout: float = 10
+    ) -> dict[str, Any]:
+        """Poll the run until ``check`` holds: read models converge, they are not instant."""
+        assert self.client
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            run: dict[str, Any] = (await self.client.get(f"/v1/runs/{run_id}")).json()
+            if check(run):
+                return run
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"run {run_id} never satisfied the check: {run}")
+            await asyncio.sleep(0.1)
 
     async def wait_terminal(self, run_id: str, timeout: float = 120) -> dict[str, Any]:
         assert self.client

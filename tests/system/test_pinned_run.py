@@ -58,7 +58,9 @@ async def test_pinned_run_scores_every_task(
     assert done["status"] == "ok", done
     assert done["display_status"] == "ok"
     assert done["summary"]["total"] == 10
-    assert done["cost"]["model"]["calls"] == 10
+    # Usage is reported in short windows by the proxy: the cost converges.
+    done = await platform.wait_for(run["id"], lambda r: r["cost"]["model"]["calls"] == 10)
+    assert done["cost"]["model"]["prompt_tokens"] > 0
 
     tasks = (await client.get(f"/v1/runs/{run['id']}/tasks")).json()
     # The oracle answers every second question right.

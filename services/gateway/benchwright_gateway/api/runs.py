@@ -283,6 +283,14 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         await load_run(caller, run_id)
         return EventSourceResponse(run_log(run_id), ping=15)
 
+    async def caught_up(run_id: str, seq: int, timeout: float = 10.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            row = await ctx.read(views.get_run, run_id)
+            if row is not None and int(row.get("last_seq") or 0) >= seq:
+                return
+            await asyncio.sleep(0.05)
+
     async def run_log(run_id: str) -> AsyncIterator[dict[str, Any]]:
         """History then live, straight from the run's JetStream subject."""
         sub = await jetstream(ctx.bus()).subscribe(
@@ -294,6 +302,11 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         try:
             async for msg in sub.messages:
                 event = json.loads(msg.data)
+                if event["type"] == TERMINAL_EVENT:
+                    # The stream runs ahead of the read model; hold the last event
+                    # until the read model has it, so a client that reads the run
+                    # or its tasks after the stream closes sees the finished state.
+                    await caught_up(run_id, event["seq"])
                 yield {"event": event["type"], "id": str(event["seq"]), "data": json.dumps(event)}
                 if event["type"] == TERMINAL_EVENT:
                     return
