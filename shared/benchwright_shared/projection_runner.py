@@ -3,16 +3,21 @@
 import asyncio
 import json
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from faststream import AckPolicy, Context
-from faststream.nats import JStream, NatsRouter, PullSub
+from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from faststream.nats.message import NatsBatchMessage
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from benchwright_shared.contracts.queries import RebuildResult
-from benchwright_shared.projection import ProjectionStore
+from benchwright_shared import subjects
+from benchwright_shared.contracts.base import Problem
+from benchwright_shared.contracts.queries import RebuildProjection, RebuildResult
+from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
+from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
@@ -110,3 +115,74 @@ async def wait_position(
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"{projection} did not reach {position}")
         await asyncio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a projection reads from: live subjects, and what a rebuild replays."""
+
+    stream: str
+    subjects: tuple[str, ...]
+    # Every message a rebuild must consider; messages a projection ignores cost little.
+    replay_subject: str
+
+
+class ProjectionHost:
+    """A service's read models: their store, their consumers, their rebuild query."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        service: str,
+        router: NatsRouter,
+        projections: Mapping[str, tuple[Projection, Source]],
+        *,
+        blocking: BlockingStore | None = None,
+    ) -> None:
+        self.blocking = blocking or BlockingStore(f"{service}-views")
+        self.sources = {name: source for name, (_, source) in projections.items()}
+        self.store = ProjectionStore(settings, service, [p for p, _ in projections.values()])
+        self.broker: NatsBroker | None = None
+        for name, source in self.sources.items():
+            for subject in source.subjects:
+                # One durable consumer per subject; each name must be unique on the stream.
+                suffix = "" if len(source.subjects) == 1 else "-" + subject.split(".")[3]
+                register_projection(
+                    router,
+                    store=self.store,
+                    blocking=self.blocking,
+                    projection=name,
+                    stream=source.stream,
+                    subject=subject,
+                    service=f"{service}{suffix}",
+                    max_deliver=settings.max_deliver,
+                )
+
+        @router.subscriber(subjects.rebuild_subject(service), queue=service)
+        async def rebuild(query: RebuildProjection) -> RebuildResult:
+            return await self.rebuild(query.projection)
+
+    async def read[T](self, fn: Callable[[ViewCursor], T]) -> T:
+        return await self.blocking.run(self.store.read, fn)
+
+    async def rebuild(self, projection: str) -> RebuildResult:
+        source = self.sources.get(projection)
+        if source is None or self.broker is None:
+            return RebuildResult(
+                projection=projection,
+                problem=Problem(
+                    title="unknown projection", status=404, detail=f"known: {sorted(self.sources)}"
+                ),
+            )
+        return await rebuild_projection(
+            self.broker.connection.jetstream(),
+            store=self.store,
+            blocking=self.blocking,
+            projection=projection,
+            stream=source.stream,
+            subject=source.replay_subject,
+        )
+
+    def close(self) -> None:
+        self.store.close()
+        self.blocking.close()

@@ -18,14 +18,16 @@ from benchwright_gateway.application import GatewayApplication
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
 from benchwright_shared import subjects
-from benchwright_shared.bus import jetstream
-from benchwright_shared.contracts import RebuildResult
-from benchwright_shared.projection import ProjectionStore
-from benchwright_shared.projection_runner import rebuild_projection, register_projection
+from benchwright_shared.projection_runner import ProjectionHost, Source
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
 CREDENTIALS_FILE = "credentials.json"
+RUN_LOG_SOURCE = Source(
+    stream=subjects.RUNS_STREAM,
+    subjects=(subjects.RUN_LOG_ALL,),
+    replay_subject=subjects.RUN_LOG_ALL,
+)
 
 
 @dataclass
@@ -37,18 +39,14 @@ class GatewayService:
     def __post_init__(self) -> None:
         self.blocking = BlockingStore(self.name)
         self.app = GatewayApplication(env=eventsourcing_env(self.settings, self.name))
-        self.views = ProjectionStore(self.settings, self.name, [RunsProjection()])
-        self.ctx = GatewayContext(self.settings, self.app, self.views, self.blocking)
-        register_projection(
+        self.views = ProjectionHost(
+            self.settings,
+            self.name,
             self.router,
-            store=self.views,
+            {"runs": (RunsProjection(), RUN_LOG_SOURCE)},
             blocking=self.blocking,
-            projection="runs",
-            stream=subjects.RUNS_STREAM,
-            subject=subjects.RUN_LOG_ALL,
-            service=self.name,
-            max_deliver=self.settings.max_deliver,
         )
+        self.ctx = GatewayContext(self.settings, self.app, self.views.store, self.blocking)
         self.http = self.build_http()
         self._server: uvicorn.Server | None = None
         self._serve_task: asyncio.Task[None] | None = None
@@ -67,23 +65,13 @@ class GatewayService:
 
         principal = principal_dependency(verify)
         http.include_router(runs.build_router(self.ctx, principal))
-        http.include_router(admin.build_router(self.ctx, principal, self.rebuild))
+        http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
 
         @http.get("/healthz")
         async def healthz() -> dict[str, str]:
             return {"status": "ok"}
 
         return http
-
-    async def rebuild(self, projection: str) -> RebuildResult:
-        return await rebuild_projection(
-            jetstream(self.ctx.bus()),
-            store=self.views,
-            blocking=self.blocking,
-            projection=projection,
-            stream=subjects.RUNS_STREAM,
-            subject=subjects.RUN_LOG_ALL,
-        )
 
     def ensure_admin_token(self) -> Path:
         """Mint the first admin token and save it where the CLI and SDK look.
@@ -108,6 +96,7 @@ class GatewayService:
 
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker
+        self.views.broker = broker
         config = uvicorn.Config(
             self.http,
             host=self.settings.gateway_host,
@@ -134,7 +123,6 @@ class GatewayService:
                 await self._serve_task
         self.app.close()
         self.views.close()
-        self.blocking.close()
 
 
 def _write_private(path: Path, text: str) -> None:

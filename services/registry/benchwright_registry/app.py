@@ -4,9 +4,13 @@ import asyncio
 from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
+from nats.js import JetStreamContext
+from nats.js.errors import BucketNotFoundError
 from nats.js.errors import NotFoundError as ObjectNotFoundError
+from nats.js.object_store import ObjectStore
 
 from benchwright_registry.application import RegistryApplication, load_builtin_catalog
+from benchwright_registry.domain import Catalog
 from benchwright_registry.projections import RunSummariesProjection
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
@@ -15,16 +19,17 @@ from benchwright_shared.contracts import (
     GetImpl,
     GetSubsetRows,
     ImplCode,
-    RebuildProjection,
-    RebuildResult,
     ResolveBenchmark,
     SubsetRows,
 )
-from benchwright_shared.contracts.base import Problem
-from benchwright_shared.projection import ProjectionStore
-from benchwright_shared.projection_runner import rebuild_projection, register_projection
+from benchwright_shared.projection_runner import ProjectionHost, Source
 from benchwright_shared.settings import Settings
-from benchwright_shared.store import BlockingStore
+
+RUN_LOG_SOURCE = Source(
+    stream=subjects.RUNS_STREAM,
+    subjects=(subjects.RUN_LOG_ALL,),
+    replay_subject=subjects.RUN_LOG_ALL,
+)
 
 
 @dataclass
@@ -34,24 +39,18 @@ class RegistryService:
     router: NatsRouter = field(default_factory=NatsRouter)
 
     def __post_init__(self) -> None:
-        self.blocking = BlockingStore(self.name)
-        self.views = ProjectionStore(self.settings, self.name, [RunSummariesProjection()])
+        self.views = ProjectionHost(
+            self.settings,
+            self.name,
+            self.router,
+            {"run_summaries": (RunSummariesProjection(), RUN_LOG_SOURCE)},
+        )
         self.app: RegistryApplication | None = None
         self._ready = asyncio.Event()
-        self.broker: NatsBroker | None = None
-        register_projection(
-            self.router,
-            store=self.views,
-            blocking=self.blocking,
-            projection="run_summaries",
-            stream=subjects.RUNS_STREAM,
-            subject=subjects.RUN_LOG_ALL,
-            service=self.name,
-            max_deliver=self.settings.max_deliver,
-        )
         router = self.router
 
         async def ready() -> RegistryApplication:
+            # Queries that arrive while the catalog loads wait for it.
             await self._ready.wait()
             assert self.app is not None
             return self.app
@@ -68,53 +67,35 @@ class RegistryService:
         async def impl(query: GetImpl) -> ImplCode:
             return (await ready()).impl(query)
 
-        @router.subscriber(subjects.rebuild_subject(self.name), queue=self.name)
-        async def rebuild(query: RebuildProjection) -> RebuildResult:
-            if query.projection != "run_summaries" or self.broker is None:
-                return RebuildResult(
-                    projection=query.projection,
-                    problem=Problem(title="unknown projection", status=404),
-                )
-            return await rebuild_projection(
-                jetstream(self.broker),
-                store=self.views,
-                blocking=self.blocking,
-                projection="run_summaries",
-                stream=subjects.RUNS_STREAM,
-                subject=subjects.RUN_LOG_ALL,
-            )
-
     async def start(self, broker: NatsBroker) -> None:
-        self.broker = broker
+        self.views.broker = broker
         catalog = await asyncio.to_thread(load_builtin_catalog)
-        js = jetstream(broker)
-        store = (
-            await js.create_object_store(subjects.DATASETS_BUCKET)
-            if not await _has_bucket(js)
-            else await js.object_store(subjects.DATASETS_BUCKET)
-        )
-        for subset in catalog.subsets.values():
-            try:
-                info = await store.get_info(subset.object_name)
-                if info.digest and not info.deleted:
-                    continue  # content-addressed: the same name holds the same bytes
-            except ObjectNotFoundError:
-                pass
-            await store.put(subset.object_name, subset.jsonl)
+        await publish_datasets(jetstream(broker), catalog)
         self.app = RegistryApplication(catalog)
         self._ready.set()
 
     async def stop(self) -> None:
         self.views.close()
-        self.blocking.close()
 
 
-async def _has_bucket(js: object) -> bool:
+async def dataset_bucket(js: JetStreamContext) -> ObjectStore:
     try:
-        await js.object_store(subjects.DATASETS_BUCKET)  # type: ignore[attr-defined]
-    except Exception:
-        return False
-    return True
+        return await js.object_store(subjects.DATASETS_BUCKET)
+    except BucketNotFoundError:
+        return await js.create_object_store(subjects.DATASETS_BUCKET)
+
+
+async def publish_datasets(js: JetStreamContext, catalog: Catalog) -> None:
+    """Put every subset's rows in the object store, once: names are content hashes."""
+    bucket = await dataset_bucket(js)
+    for subset in catalog.subsets.values():
+        try:
+            info = await bucket.get_info(subset.object_name)
+            if info.digest and not info.deleted:
+                continue
+        except ObjectNotFoundError:
+            pass
+        await bucket.put(subset.object_name, subset.jsonl)
 
 
 def build(settings: Settings) -> RegistryService:
