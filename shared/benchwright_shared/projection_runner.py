@@ -186,3 +186,11 @@ class ProjectionHost:
     def close(self) -> None:
         self.store.close()
         self.blocking.close()
+
+
+# Every run's event log, as the projections that follow runs read it.
+RUN_LOG_SOURCE = Source(
+    stream=subjects.RUNS_STREAM,
+    subjects=(subjects.RUN_LOG_ALL,),
+    replay_subject=subjects.RUN_LOG_ALL,
+)

@@ -17,17 +17,11 @@ from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.application import GatewayApplication
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
-from benchwright_shared import subjects
-from benchwright_shared.projection_runner import ProjectionHost, Source
+from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
 CREDENTIALS_FILE = "credentials.json"
-RUN_LOG_SOURCE = Source(
-    stream=subjects.RUNS_STREAM,
-    subjects=(subjects.RUN_LOG_ALL,),
-    replay_subject=subjects.RUN_LOG_ALL,
-)
 
 
 @dataclass

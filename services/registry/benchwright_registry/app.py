@@ -22,14 +22,8 @@ from benchwright_shared.contracts import (
     ResolveBenchmark,
     SubsetRows,
 )
-from benchwright_shared.projection_runner import ProjectionHost, Source
+from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.settings import Settings
-
-RUN_LOG_SOURCE = Source(
-    stream=subjects.RUNS_STREAM,
-    subjects=(subjects.RUN_LOG_ALL,),
-    replay_subject=subjects.RUN_LOG_ALL,
-)
 
 
 @dataclass
