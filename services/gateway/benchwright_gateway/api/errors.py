@@ -1,13 +1,17 @@
 """Every error leaves as RFC 9457 ``application/problem+json``, naming the field at fault."""
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger(__name__)
 
 
 class ProblemError(Exception):
@@ -88,6 +92,32 @@ def install(app: FastAPI) -> None:
                 ]
             },
         )
+
+    @app.exception_handler(NoRespondersError)
+    async def on_no_responders(_: Request, exc: NoRespondersError) -> JSONResponse:
+        # A service the request needs is not running (or not yet).
+        return problem_response(
+            503,
+            "service unavailable",
+            "a service this request needs is not answering",
+            code="service_unavailable",
+            headers={"Retry-After": "1"},
+        )
+
+    @app.exception_handler(NatsTimeoutError)
+    async def on_bus_timeout(_: Request, exc: NatsTimeoutError) -> JSONResponse:
+        return problem_response(
+            504,
+            "upstream timeout",
+            "a service this request needs did not answer in time",
+            code="upstream_timeout",
+            headers={"Retry-After": "1"},
+        )
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return problem_response(500, "internal error", code="internal")
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -1,0 +1,73 @@
+"""The gateway in-process, through httpx's ASGI transport: auth, scopes, problems."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from faststream.nats import NatsBroker
+
+from benchwright_gateway.app import GatewayService
+from benchwright_shared.settings import Settings
+
+pytestmark = pytest.mark.connected
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path, embedded_nats: str) -> AsyncIterator[GatewayService]:
+    service = GatewayService(Settings(data_dir=tmp_path, nats_url=embedded_nats))
+    broker = NatsBroker(embedded_nats, logger=None)
+    await broker.connect()
+    service.ctx.broker = broker  # no registry, no orchestrator: only this service
+    yield service
+    await broker.stop()
+    service.app.close()
+    service.views.close()
+
+
+def client(service: GatewayService, token: str | None) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=service.http), base_url="http://gw", headers=headers
+    )
+
+
+BODY = {"benchmark": "GSM8K", "sut": {"model": "m", "provider": "local"}}
+
+
+async def test_tokens_are_required_and_checked(gateway: GatewayService) -> None:
+    async with client(gateway, None) as anonymous:
+        response = await anonymous.get("/v1/runs")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.headers["content-type"].startswith("application/problem+json")
+    async with client(gateway, "bw_live_pat_not-a-real-one") as forged:
+        assert (await forged.get("/v1/runs")).status_code == 401
+
+
+async def test_a_missing_scope_is_403_naming_it(gateway: GatewayService) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read"], "read only")
+    assert token.startswith("bw_live_pat_")
+    async with client(gateway, token) as reader:
+        assert (await reader.get("/v1/runs")).json()["data"] == []
+        response = await reader.post("/v1/runs", json=BODY)
+    assert response.status_code == 403
+    assert "runs:write" in response.json()["detail"]
+
+
+async def test_a_service_that_is_not_running_is_a_503_problem(gateway: GatewayService) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read", "runs:write"], "writer")
+    async with client(gateway, token) as writer:
+        response = await writer.post("/v1/runs", json=BODY)
+    assert response.status_code == 503
+    assert response.json()["code"] == "service_unavailable"
+    assert response.headers["retry-after"] == "1"
+
+
+async def test_tokens_are_stored_only_as_hashes(gateway: GatewayService) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read"], "t")
+    stored = b"".join(
+        bytes(n.state) for n in gateway.app.recorder.select_notifications(start=None, limit=100)
+    )
+    assert token.encode() not in stored
+    assert gateway.app.verify(token) is not None
