@@ -1,0 +1,46 @@
+"""The ledger counts each cost-bearing fact once and sums per run."""
+
+from pathlib import Path
+
+from benchwright_billing.projections import LedgerProjection, run_cost
+from benchwright_shared.projection import ProjectionStore
+from benchwright_shared.settings import Settings
+
+
+def usage(usage_id: str, calls: int, micros: int) -> dict[str, object]:
+    return {
+        "usage_id": usage_id,
+        "run_id": "r1",
+        "account": "a",
+        "calls": calls,
+        "cost_micros": micros,
+        "prompt_tokens": 10 * calls,
+        "completion_tokens": calls,
+    }
+
+
+def test_usage_windows_and_sandbox_kills_add_up_once(tmp_path: Path) -> None:
+    store = ProjectionStore(Settings(data_dir=tmp_path), "billing", [LedgerProjection()])
+    try:
+        store.apply_many("ledger", [(1, usage("u1", 3, 300)), (2, usage("u2", 2, 200))])
+        # The same window re-published (a new stream position): counted once.
+        store.apply("ledger", 3, usage("u1", 3, 300))
+        store.apply(
+            "ledger",
+            4,
+            {
+                "sandbox_id": "sbx_1",
+                "run_id": "r1",
+                "duration_ms": 5,
+                "cost_micros": 7,
+                "metadata": {"account": "a"},
+            },
+        )
+        store.apply("ledger", 5, {"something": "else"})
+        totals = store.read(lambda cur: run_cost(cur, "r1"))
+        assert totals["model_calls"] == 5
+        assert totals["model_micros"] == 500
+        assert totals["prompt_tokens"] == 50
+        assert totals["sandbox_micros"] == 7
+    finally:
+        store.close()

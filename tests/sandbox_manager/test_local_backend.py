@@ -1,0 +1,85 @@
+"""The local backend: files stay inside, the environment is scrubbed, time limits kill."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchwright_sandbox_manager.backends import UnknownBackendError, get_backend
+from benchwright_sandbox_manager.ports import BackendError
+
+
+async def collect(backend: object, sandbox_id: str, argv: list[str], **kwargs: object) -> list[str]:
+    return [line async for line in backend.exec_lines(sandbox_id, argv, **kwargs)]  # type: ignore[attr-defined]
+
+
+async def test_files_commands_and_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BW_OPENROUTER_API_KEY", "sk-must-not-leak")
+    backend = get_backend("local", tmp_path)
+    await backend.create("s1")
+    await backend.put_file("s1", "data/x.txt", b"hello")
+    assert await backend.get_file("s1", "data/x.txt") == b"hello"
+    with pytest.raises(BackendError):
+        await backend.put_file("s1", "../escape.txt", b"no")
+    script = (
+        "import os, sys\n"
+        "for line in sys.stdin: print(line.strip().upper())\n"
+        "print(sorted(os.environ))"
+    )
+    await backend.put_file("s1", "run.py", script.encode())
+    lines = await collect(
+        backend,
+        "s1",
+        ["python", "run.py"],
+        stdin_lines=["a", "b"],
+        env={"BW_MODEL_MODEL": "m"},
+        timeout_s=30,
+    )
+    assert lines[:2] == ["A\n", "B\n"]
+    env_names = lines[2]
+    assert "BW_MODEL_MODEL" in env_names and "BW_OPENROUTER_API_KEY" not in env_names
+    assert "sk-must-not-leak" not in "".join(lines)
+    await backend.kill("s1")
+    assert not (tmp_path / "s1").exists()
+
+
+async def test_a_command_that_overruns_is_killed(tmp_path: Path) -> None:
+    backend = get_backend("local", tmp_path)
+    await backend.create("s2")
+    await backend.put_file(
+        "s2",
+        "spin.py",
+        b"import subprocess,time\nsubprocess.Popen(['sleep','60'])\ntime.sleep(60)\n",
+    )
+    with pytest.raises(BackendError, match="wall clock"):
+        await collect(backend, "s2", ["python", "spin.py"], stdin_lines=[], env={}, timeout_s=1)
+    # The whole process group went, grandchildren included.
+    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 60"]
+    assert leftovers == []
+    await backend.kill("s2")
+
+
+async def test_a_failing_command_reports_its_exit_code(tmp_path: Path) -> None:
+    backend = get_backend("local", tmp_path)
+    await backend.create("s3")
+    with pytest.raises(BackendError, match="exit code 3"):
+        await collect(
+            backend,
+            "s3",
+            ["python", "-c", "raise SystemExit(3)"],
+            stdin_lines=[],
+            env={},
+            timeout_s=10,
+        )
+
+
+def test_an_unknown_backend_is_named() -> None:
+    with pytest.raises(UnknownBackendError, match="local"):
+        get_backend("kubernetes-typo", Path("/tmp"))
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
