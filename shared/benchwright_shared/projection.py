@@ -52,6 +52,9 @@ class Projection(ABC):
     """A read model: its tables, and how one message changes them."""
 
     name: str
+    # Bump when the tables or what ``apply`` writes change: the old view is
+    # dropped and a fresh consumer replays the stream into the new one.
+    version: int = 1
     tables: dict[str, str]  # table name -> column definitions (portable SQL)
     indexes: Sequence[str] = ()  # "table(col, ...)"
 
@@ -80,6 +83,7 @@ class ProjectionStore:
         ]
         self.schema = env.get("POSTGRES_SCHEMA")
         self.recorder = factory.tracking_recorder()
+        self._drop_outdated()
         self._create_views(ddl)
 
     # -- low level ----------------------------------------------------------------
@@ -88,6 +92,28 @@ class ProjectionStore:
 
     def _cursor(self, raw: Any) -> ViewCursor:
         return ViewCursor(raw, postgres=self.postgres, schema=self.schema)
+
+    def _drop_outdated(self) -> None:
+        """Drop views whose projection changed version since they were built."""
+        tracking = self._tracking_table()
+        with self._transaction(commit=True) as raw:
+            cur = self._cursor(raw)
+            versions = cur.table("projection_versions")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {versions} (name TEXT PRIMARY KEY, version INTEGER)"
+            )
+            for projection in self.projections.values():
+                cur.execute(f"SELECT version FROM {versions} WHERE name = ?", [projection.name])
+                row = cur.fetchone()
+                if row is not None and int(row["version"]) == projection.version:
+                    continue
+                for table in projection.tables:
+                    cur.execute(f"DROP TABLE IF EXISTS {cur.table(table)}")
+                cur.execute(f"DELETE FROM {tracking} WHERE application_name = ?", [projection.name])
+                cur.execute(f"DELETE FROM {versions} WHERE name = ?", [projection.name])
+                cur.execute(
+                    f"INSERT INTO {versions} VALUES (?, ?)", [projection.name, projection.version]
+                )
 
     def _create_views(self, ddl: list[str]) -> None:
         prefix = f'"{self.schema}".' if self.postgres else ""

@@ -38,7 +38,8 @@ def register_projection(
 
     Messages arrive in batches and each batch is applied in one transaction.
     """
-    durable = f"{service}-{projection}"
+    # The version is in the consumer's name: a new version starts from the first message.
+    durable = f"{service}-{projection}-v{store.projections[projection].version}"
 
     @router.subscriber(
         subject,

@@ -61,6 +61,26 @@ def test_a_position_applies_once_even_out_of_order(store_settings: Settings) -> 
         store.close()
 
 
+def test_a_new_projection_version_starts_from_an_empty_view(store_settings: Settings) -> None:
+    store = ProjectionStore(store_settings, "testsvc", [CountingProjection()])
+    store.apply("counting", 1, {"k": "a"})
+    store.close()
+    same = ProjectionStore(store_settings, "testsvc", [CountingProjection()])
+    assert count(same) == 1  # same version: kept
+    same.close()
+
+    class CountingV2(CountingProjection):
+        version = 2
+
+    bumped = ProjectionStore(store_settings, "testsvc", [CountingV2()])
+    try:
+        assert count(bumped) == 0
+        assert bumped.max_position("counting") == 0
+        assert bumped.apply("counting", 1, {"k": "a"})  # position 1 applies again
+    finally:
+        bumped.close()
+
+
 def launch(app: RunsApplication) -> Run:
     from datetime import UTC, datetime
 

@@ -69,3 +69,23 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(list(range(1, 101)), 95) == 95
     assert percentile([7], 50) == 7
     assert percentile([], 50) is None
+
+
+def test_the_fingerprint_covers_artifacts_and_changes_with_the_model() -> None:
+    def fingerprint(model: str, port: int) -> str | None:
+        run = new_run()
+        run.dataset_tasks(
+            benchmark_id="bm_x",
+            subset_id="sub_x",
+            total_tasks=9,
+            selected_tasks=5,
+            content_sha256="c",
+            selection={"limit": 5},
+        )
+        run.setup_done(impl_id="bm_x:abc", impl_sha256="abc")
+        run.model_proxy(model_id=model, litellm_config_yaml="y", proxy_url=f"http://h:{port}")
+        return run.fingerprint()
+
+    assert new_run().fingerprint() is None
+    assert fingerprint("local/a", 1) == fingerprint("local/a", 2)  # the port is noise
+    assert fingerprint("local/a", 1) != fingerprint("local/b", 1)

@@ -125,6 +125,17 @@ async def test_pinned_run_scores_every_task(
                 streamed.append(json.loads(line[5:]))
     assert [e["seq"] for e in streamed] == [e["seq"] for e in events]
 
+    # The fingerprint recorded at the end is the one recomputed from the log now.
+    assert len(done["fingerprint"]) == 12
+    derivation = (await client.get(f"/v1/runs/{run['id']}/fingerprint")).json()
+    assert derivation["matches"] is True and derivation["recomputed"] == done["fingerprint"]
+    assert [r["type"] for r in derivation["records"]] == [
+        "DatasetTasksArtifact",
+        "SetupArtifact",
+        "ModelProxyArtifact",
+    ]
+    assert "proxy_url" not in json.dumps(derivation["records"])
+
     # The same idempotency key returns the same run, never a second one.
     again = await client.post(
         "/v1/runs", json=launch_body(oracle_model), headers={"Idempotency-Key": "first-run"}

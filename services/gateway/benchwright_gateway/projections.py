@@ -22,7 +22,7 @@ class RunsProjection(Projection):
             "subset_slug TEXT, impl_id TEXT, model TEXT NOT NULL, metadata TEXT, "
             "created_at TEXT, finished_at TEXT, summary TEXT, error_type TEXT, detail TEXT, "
             "selected_tasks INTEGER, last_seq INTEGER NOT NULL DEFAULT 0, "
-            "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT"
+            "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT"
         ),
         "tasks": (
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
@@ -134,13 +134,14 @@ class RunsProjection(Projection):
     ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET status = ?, phase = NULL, finished_at = ?, "
-            "summary = ?, error_type = ?, detail = ? WHERE run_id = ?",
+            "summary = ?, error_type = ?, detail = ?, fingerprint = ? WHERE run_id = ?",
             [
                 d["status"],
                 m["ts"],
                 json.dumps(d.get("summary") or {}),
                 d.get("error_type"),
                 d.get("detail"),
+                d.get("fingerprint"),
                 run_id,
             ],
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
+from benchwright_shared.fingerprint import run_fingerprint
 from benchwright_shared.scoring import aggregate_any_pass, summarize
 
 __all__ = [
@@ -67,6 +68,8 @@ class Run(Aggregate):
         self.current_phase: str | None = None
         self.invocations: dict[str, int] = {}
         self.results_recorded = 0
+        # (type, data) of every artifact, in log order: what the fingerprint covers.
+        self.artifacts: list[list[Any]] = []
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -108,8 +111,15 @@ class Run(Aggregate):
         summary: dict[str, Any],
         error_type: str | None = None,
         detail: str | None = None,
+        fingerprint: str | None = None,
     ) -> None:
         self.status = status
+
+    def fingerprint(self) -> str | None:
+        """The run fingerprint over the artifacts recorded so far (None before any)."""
+        if not self.artifacts:
+            return None
+        return run_fingerprint((t, d) for t, d in self.artifacts)[0]
 
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")
@@ -139,15 +149,31 @@ class Run(Aggregate):
         content_sha256: str,
         selection: dict[str, Any],
     ) -> None:
-        pass
+        self.artifacts.append(
+            [
+                "DatasetTasksArtifact",
+                {
+                    "benchmark_id": benchmark_id,
+                    "subset_id": subset_id,
+                    "content_sha256": content_sha256,
+                    "selection": selection,
+                },
+            ]
+        )
 
     @event("SetupArtifact")
     def setup_done(self, impl_id: str, impl_sha256: str) -> None:
         self.impl_id = impl_id
+        self.artifacts.append(["SetupArtifact", {"impl_id": impl_id, "impl_sha256": impl_sha256}])
 
     @event("ModelProxyArtifact")
     def model_proxy(self, model_id: str, litellm_config_yaml: str, proxy_url: str | None) -> None:
-        pass
+        self.artifacts.append(
+            [
+                "ModelProxyArtifact",
+                {"model_id": model_id, "litellm_config_yaml": litellm_config_yaml},
+            ]
+        )
 
     # -- results ------------------------------------------------------------------
     @event("MaterializeTaskResult")

@@ -130,6 +130,7 @@ class RunPipeline:
             summary=summary,
             error_type=error.error_type if error else None,
             detail=error.detail if error else None,
+            fingerprint=self.run.fingerprint(),
         )
         await self.save()
 

@@ -92,6 +92,7 @@ class Orchestrator:
                 summary={},
                 error_type="interrupted",
                 detail="the orchestrator restarted before this run finished",
+                fingerprint=run.fingerprint(),
             )
             await self.store.run(self.app.save, run)
             log.warning("closed interrupted run %s", run_id)

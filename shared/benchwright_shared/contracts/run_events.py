@@ -135,6 +135,7 @@ class PipelineFinished(_Data):
     summary: dict[str, Any] = Field(default_factory=dict)
     error_type: str | None = None
     detail: str | None = None
+    fingerprint: str | None = None
 
 
 RUN_EVENT_TYPES: dict[str, type[_Data]] = {

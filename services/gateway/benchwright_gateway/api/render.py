@@ -50,6 +50,7 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "benchmark": {"id": row["benchmark_id"], "name": row["benchmark_name"]},
         "subset": {"id": row["subset_id"], "slug": row["subset_slug"]},
         "impl_id": row.get("impl_id"),
+        "fingerprint": row.get("fingerprint"),
         "metadata": json.loads(row["metadata"]) if row.get("metadata") else {},
         "selected_tasks": row.get("selected_tasks"),
         "created_at": row.get("created_at"),

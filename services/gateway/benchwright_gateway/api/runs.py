@@ -31,6 +31,7 @@ from benchwright_shared.contracts import (
     SubsetRows,
     SutRef,
 )
+from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.scoring import summarize
 
@@ -275,6 +276,33 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "data": data,
             "has_more": page.has_more,
             "next_after_seq": data[-1]["seq"] if data else after_seq,
+        }
+
+    @router.get("/{run_id}/fingerprint")
+    async def fingerprint(run_id: str, caller: Caller) -> dict[str, Any]:
+        """How the run's fingerprint was derived, recomputed from its log now."""
+        caller.require("runs:read")
+        row = await load_run(caller, run_id)
+        page = await ask(
+            ctx.bus(),
+            GetRunEvents(run_id=run_id, types=sorted(LOAD_BEARING_FIELDS), limit=5000),
+            RunEventsPage,
+            timeout=QUERY_TIMEOUT_S,
+        )
+        recomputed, records = run_fingerprint((e.type, e.data) for e in page.events)
+        recorded = row.get("fingerprint")
+        return {
+            "object": "fingerprint",
+            "run_id": run_id,
+            "fingerprint": recorded,
+            "recomputed": recomputed if page.events else None,
+            "matches": (recorded == recomputed) if recorded else None,
+            "algorithm": "sha256 over canonical JSON records joined by U+001E, first 12 hex",
+            "records": [
+                {"seq": e.seq, "type": e.type, "canonical": record}
+                for e, record in zip(page.events, records, strict=True)
+            ],
+            "rules": {name: list(fields) for name, fields in LOAD_BEARING_FIELDS.items()},
         }
 
     @router.get("/{run_id}/stream")
