@@ -16,11 +16,7 @@ def outcome_for(score: float | None) -> str:
 
 def aggregate_any_pass(scores: list[float | None]) -> tuple[float | None, str]:
     """``any_pass``: the best trial's score; ``err`` only when every trial errored."""
-    settled = [s for s in scores if s is not None]
-    if not settled:
-        return None, "err"
-    best = max(settled)
-    return best, outcome_for(best)
+    return aggregate({"name": "any_pass"}, [(s, {}) for s in scores])
 
 
 def percentile(sorted_values: list[int], pct: int) -> int | None:
@@ -49,3 +45,99 @@ def summarize(outcomes: list[tuple[str, int]]) -> dict[str, Any]:
         "duration_ms_p50": percentile(durations, 50),
         "duration_ms_p95": percentile(durations, 95),
     }
+
+
+# -- trials and aggregators --------------------------------------------------------------
+DEFAULT_TRIALS: dict[str, Any] = {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}
+
+
+# One task's trials: (score or None when the trial errored, the trial's score_meta).
+Trials = list[tuple[float | None, dict[str, Any]]]
+
+
+class AggregatorError(ValueError):
+    """An aggregator name or its parameters are not valid."""
+
+
+def _settled(
+    trials: Trials,
+) -> list[tuple[float, dict[str, Any]]]:
+    return [(s, m) for s, m in trials if s is not None]
+
+
+def _any_pass(trials: Trials, _: dict[str, Any]) -> float | None:
+    settled = _settled(trials)
+    return max(s for s, _ in settled) if settled else None
+
+
+def _all_pass(trials: Trials, _: dict[str, Any]) -> float | None:
+    settled = _settled(trials)
+    if not settled:
+        return None
+    # An errored trial is not a pass: all_pass needs every trial to pass.
+    return 1.0 if len(settled) == len(trials) and all(s >= 1.0 for s, _ in settled) else 0.0
+
+
+def _mean(trials: Trials, _: dict[str, Any]) -> float | None:
+    settled = _settled(trials)
+    return sum(s for s, _ in settled) / len(settled) if settled else None
+
+
+def _majority_on(trials: Trials, params: dict[str, Any]) -> float | None:
+    field = params["field"]
+    settled = [(s, m) for s, m in _settled(trials) if field in m]
+    if not settled:
+        return None
+    votes: dict[str, list[float]] = {}
+    for score, meta in settled:
+        votes.setdefault(repr(meta[field]), []).append(score)
+    # The modal answer wins; ties go to the answer seen first.
+    winner = max(votes.values(), key=len)
+    return winner[0]
+
+
+def _weighted_mean(trials: Trials, params: dict[str, Any]) -> float | None:
+    field = params["weight"]
+    weighted = [(s, float(m.get(field, 0))) for s, m in _settled(trials)]
+    total = sum(w for _, w in weighted)
+    if not weighted or total <= 0:
+        return None
+    return sum(s * w for s, w in weighted) / total
+
+
+def _min_above(trials: Trials, params: dict[str, Any]) -> float | None:
+    field, threshold = params["field"], float(params["threshold"])
+    settled = _settled(trials)
+    if not settled:
+        return None
+    confident = [s for s, m in settled if float(m.get(field, float("-inf"))) > threshold]
+    return max(confident) if confident else 0.0
+
+
+# name -> (function, required parameters)
+AGGREGATORS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "any_pass": (_any_pass, ()),
+    "all_pass": (_all_pass, ()),
+    "mean": (_mean, ()),
+    "majority_on": (_majority_on, ("field",)),
+    "weighted_mean": (_weighted_mean, ("weight",)),
+    "min_above": (_min_above, ("field", "threshold")),
+}
+
+
+def validate_aggregator(spec: dict[str, Any]) -> dict[str, Any]:
+    """Check an aggregator spec (``{"name": ..., **params}``); returns it unchanged."""
+    name = spec.get("name")
+    if name not in AGGREGATORS:
+        raise AggregatorError(f"unknown aggregator {name!r}; known: {', '.join(AGGREGATORS)}")
+    missing = [p for p in AGGREGATORS[name][1] if p not in spec]
+    if missing:
+        raise AggregatorError(f"aggregator {name!r} needs {', '.join(missing)}")
+    return spec
+
+
+def aggregate(spec: dict[str, Any], trials: Trials) -> tuple[float | None, str]:
+    """Reduce one task's trials (score, score_meta) to its row score and outcome."""
+    function, _ = AGGREGATORS[validate_aggregator(spec)["name"]]
+    score = function(trials, spec)
+    return score, outcome_for(score)

@@ -230,3 +230,55 @@ async def test_humaneval_code_runs_in_the_sandbox(platform: Platform) -> None:
         assert [t["outcome"] for t in tasks["data"]] == ["pass", "pass", "fail", "fail"]
     finally:
         server.stop()
+
+
+async def test_trials_run_k_times_and_reduce_by_the_aggregator(platform: Platform) -> None:
+    rows = gsm8k_rows()[:4]
+    calls: dict[str, int] = {}
+
+    def answer(prompt: str) -> str:
+        # Every question is answered right on its third attempt only.
+        for row in rows:
+            question = row["input"]["question"].strip()
+            if question in prompt:
+                calls[question] = calls.get(question, 0) + 1
+                right = calls[question] % 3 == 0
+                value = row["expected"] if right else "-1"
+                return f"The answer is {value}."
+        return "The answer is 0."
+
+    server = FakeOpenAIServer(answer).start()
+    try:
+        client = platform.client
+        assert client
+        results = {}
+        for aggregator in ("any_pass", "all_pass"):
+            calls.clear()
+            body = launch_body(
+                server, limit=4, trials={"plan": {"k": 3}, "aggregator": {"name": aggregator}}
+            )
+            run = (await client.post("/v1/runs", json=body)).json()
+            done = await platform.wait_terminal(run["id"])
+            assert done["status"] == "ok", done
+            events = (
+                await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})
+            ).json()["data"]
+            per_trial = [e for e in events if e["type"] == "MaterializeTaskResult"]
+            rows_done = [e for e in events if e["type"] == "MaterializeTaskAggregated"]
+            assert len(per_trial) == 12 and len(rows_done) == 4
+            assert sorted((e["data"]["index"], e["data"]["trial"]) for e in per_trial) == [
+                (i, t) for i in range(4) for t in range(3)
+            ]
+            assert all(len(e["data"]["trial_scores"]) == 3 for e in rows_done)
+            assert events[0]["data"]["trials"]["plan"]["k"] == 3  # frozen on the run
+            results[aggregator] = done["summary"]
+        assert results["any_pass"]["passed"] == 4
+        assert results["all_pass"]["failed"] == 4
+
+        bad = await client.post(
+            "/v1/runs",
+            json=launch_body(server, trials={"plan": {"k": 2}, "aggregator": {"name": "best_of"}}),
+        )
+        assert bad.status_code == 400 and bad.json()["field"].startswith("trials.aggregator")
+    finally:
+        server.stop()

@@ -51,6 +51,7 @@ class RunsApplication(RelayedApplication):
             limit=command.limit,
             metadata=command.metadata,
             idempotency_key=command.idempotency_key,
+            trials=command.trials,
         )
         try:
             self.save(run)

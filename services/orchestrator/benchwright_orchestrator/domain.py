@@ -11,7 +11,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.fingerprint import run_fingerprint
-from benchwright_shared.scoring import aggregate_any_pass, summarize
+from benchwright_shared.scoring import DEFAULT_TRIALS, aggregate_any_pass, summarize
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -55,8 +55,10 @@ class Run(Aggregate):
         limit: int | None,
         metadata: dict[str, Any],
         idempotency_key: str | None,
+        trials: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
+        self.trials = trials or dict(DEFAULT_TRIALS)
         self.account = account
         self.mode = mode
         self.benchmark_id = benchmark_id

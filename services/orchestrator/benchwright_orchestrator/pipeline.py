@@ -18,7 +18,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from benchwright_orchestrator.application import RunsApplication
-from benchwright_orchestrator.domain import Run, aggregate_any_pass, summarize
+from benchwright_orchestrator.domain import Run, summarize
 from benchwright_orchestrator.replies import Replies
 from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
@@ -44,6 +44,7 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.hashing import canonical_json, sha256_hex
 from benchwright_shared.relay import Relay
+from benchwright_shared.scoring import aggregate
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -78,6 +79,10 @@ class _State:
     sandbox_id: str | None = None
     model: ModelAttached | None = None
     outcomes: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # index -> trial -> (score, score_meta, duration_ms), until all k trials are in
+    trials: dict[int, dict[int, tuple[float | None, dict[str, Any], int]]] = field(
+        default_factory=dict
+    )
 
 
 class RunPipeline:
@@ -229,7 +234,11 @@ class RunPipeline:
             command_id=self._command_id(),
             run_id=self.run.run_id,
             sandbox_id=sandbox_id,
-            tasks=[TaskSpec(index=i) for i in self.state.selected],
+            tasks=[
+                TaskSpec(index=i, trial=t)
+                for i in self.state.selected
+                for t in range(self.trials_k)
+            ],
             # A model that serves one call at a time gets one task at a time, so
             # task durations measure the task rather than the queue before it.
             concurrency=min(
@@ -265,10 +274,16 @@ class RunPipeline:
         finally:
             self.deps.replies.forget(command.command_id)
 
+    @property
+    def trials_k(self) -> int:
+        return int(self.run.trials["plan"]["k"])
+
     def _record_results(self, batch: SandboxTaskResults, invocation: int) -> None:
+        aggregator = self.run.trials["aggregator"]
         for r in batch.results:
-            if r.index in self.state.outcomes:
-                continue  # a repeated batch: each task is recorded once
+            seen = self.state.trials.setdefault(r.index, {})
+            if r.index in self.state.outcomes or r.trial in seen:
+                continue  # a repeated batch: each trial is recorded once
             self.run.task_result(
                 task_id=r.task_id,
                 index=r.index,
@@ -282,17 +297,22 @@ class RunPipeline:
                 error=r.error,
                 duration_ms=r.duration_ms,
             )
-            score, outcome = aggregate_any_pass([r.score])
+            seen[r.trial] = (r.score, r.score_meta, r.duration_ms)
+            if len(seen) < self.trials_k:
+                continue
+            ordered = [seen[t] for t in sorted(seen)]
+            score, outcome = aggregate(aggregator, [(s, m) for s, m, _ in ordered])
             self.run.task_aggregated(
                 task_id=r.task_id,
                 index=r.index,
                 invocation=invocation,
                 score=score,
                 outcome=outcome,
-                trial_scores=[r.score],
-                aggregator="any_pass",
+                trial_scores=[s for s, _, _ in ordered],
+                aggregator=aggregator["name"],
             )
-            self.state.outcomes[r.index] = (outcome, r.duration_ms)
+            # A task's duration is its slowest trial: the trials ran side by side.
+            self.state.outcomes[r.index] = (outcome, max(d for _, _, d in ordered))
 
     async def _report(self) -> None:
         summary = summarize(list(self.state.outcomes.values()))

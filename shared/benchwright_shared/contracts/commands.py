@@ -32,6 +32,10 @@ class LaunchRun(Contract):
     impl_id: str | None = None
     sut: SutRef
     limit: int | None = None
+    # The resolved trials config; frozen on the run so replays reproduce it.
+    trials: dict[str, Any] = Field(
+        default_factory=lambda: {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str | None = None
     requested_at: datetime

@@ -38,6 +38,7 @@ class RunLaunched(_Data):
     impl_id: str | None = None
     sut: SutRef
     limit: int | None = None
+    trials: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str | None = None
 

@@ -4,6 +4,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
+from benchwright_shared.scoring import AggregatorError, validate_aggregator
+
 # Hosted providers the proxy can route to; anything else needs a user's api_base.
 HOSTED_PROVIDERS = ("openrouter", "together", "local")
 RETIRED_DRIVER_FIELDS = ("agent", "operator")
@@ -26,6 +28,29 @@ class SutIn(BaseModel):
         return self
 
 
+class TrialsPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=1, ge=1, le=100)
+
+
+class TrialsIn(BaseModel):
+    """``trials``: k independent trials per task, reduced by a named aggregator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan: TrialsPlan = Field(default_factory=TrialsPlan)
+    aggregator: dict[str, Any] = Field(default_factory=lambda: {"name": "any_pass"})
+
+    @field_validator("aggregator")
+    @classmethod
+    def _known_aggregator(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return validate_aggregator(value)
+        except AggregatorError as exc:
+            raise ValueError(str(exc)) from None
+
+
 class LaunchMetadata(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -40,6 +65,7 @@ class LaunchRequest(BaseModel):
     impl: str | None = Field(default=None, min_length=1, max_length=300)
     request: str | None = None
     sut: SutIn
+    trials: TrialsIn | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
 
     @model_validator(mode="before")

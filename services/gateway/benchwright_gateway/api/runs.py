@@ -33,7 +33,7 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
 from benchwright_shared.ids import new_run_id
-from benchwright_shared.scoring import summarize
+from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
 
 TERMINAL_EVENT = "PipelineFinished"
 QUERY_TIMEOUT_S = 10.0
@@ -120,6 +120,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 api_base=str(body.sut.api_base) if body.sut.api_base else None,
             ),
             limit=body.metadata.limit,
+            trials=body.trials.model_dump() if body.trials else dict(DEFAULT_TRIALS),
             metadata=body.metadata.model_dump(exclude_none=True),
             idempotency_key=idempotency_key,
             requested_at=datetime.now(UTC),
