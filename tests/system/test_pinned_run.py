@@ -282,3 +282,26 @@ async def test_trials_run_k_times_and_reduce_by_the_aggregator(platform: Platfor
         assert bad.status_code == 400 and bad.json()["field"].startswith("trials.aggregator")
     finally:
         server.stop()
+
+
+async def test_task_caps_take_the_narrowest_and_unenforced_limits_are_refused(
+    platform: Platform, fake_model: FakeOpenAIServer
+) -> None:
+    client = platform.client
+    assert client
+    body = launch_body(
+        fake_model, limit=5, limits={"run": {"tasks": 3}}, constraints={"max_tasks": 4}
+    )
+    run = (await client.post("/v1/runs", json=body)).json()
+    done = await platform.wait_terminal(run["id"])
+    assert done["summary"]["total"] == 3
+    for extra, field in (
+        ({"limits": {"run": {"cost": 5.0}}}, "limits"),
+        ({"limits": {"attempt": {"duration": 600}}}, "limits"),
+        ({"limits": {"galaxy": {"tasks": 1}}}, "limits"),
+        ({"limits": {"run": {"tasks": -1}}}, "limits"),
+        ({"constraints": {"max_cost_cents": 500}}, "constraints"),
+    ):
+        response = await client.post("/v1/runs", json=launch_body(fake_model, **extra))
+        assert response.status_code == 400, (extra, response.text)
+        assert response.json()["field"].startswith(field)

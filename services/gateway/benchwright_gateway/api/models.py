@@ -51,6 +51,45 @@ class TrialsIn(BaseModel):
             raise ValueError(str(exc)) from None
 
 
+LIMIT_LEVELS = ("run", "task", "attempt", "phase")
+LIMIT_QUANTITIES = ("cost", "duration", "tasks", "attempts")
+# What this version enforces. Anything else is refused rather than stored and ignored.
+ENFORCED_LIMITS = {("run", "tasks")}
+
+
+class ConstraintsIn(BaseModel):
+    """The older spelling of limits, with units in the names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tasks: int | None = Field(default=None, ge=1)
+    max_cost_cents: int | None = Field(default=None, ge=0)
+    max_duration_ms: int | None = Field(default=None, ge=0)
+
+
+def check_limits(limits: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Validate ``limits`` (``<level>.<quantity>``); refuse what is not enforced."""
+    checked: dict[str, dict[str, float]] = {}
+    for level, quantities in limits.items():
+        base = level.split(":", 1)[0]
+        if base not in LIMIT_LEVELS or (":" in level and base != "phase"):
+            raise ValueError(f"unknown limit level {level!r}; levels: {', '.join(LIMIT_LEVELS)}")
+        if not isinstance(quantities, dict):
+            raise ValueError(f"limits.{level} must be an object of quantities")
+        for quantity, value in quantities.items():
+            if quantity not in LIMIT_QUANTITIES:
+                raise ValueError(f"unknown quantity {quantity!r} in limits.{level}")
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"limits.{level}.{quantity} must be a positive number")
+            if (base, quantity) not in ENFORCED_LIMITS:
+                raise ValueError(
+                    f"limits.{level}.{quantity} cannot be enforced by this version yet; "
+                    "remove it rather than rely on it"
+                )
+            checked.setdefault(level, {})[quantity] = float(value)
+    return checked
+
+
 class LaunchMetadata(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -66,7 +105,33 @@ class LaunchRequest(BaseModel):
     request: str | None = None
     sut: SutIn
     trials: TrialsIn | None = None
+    limits: dict[str, Any] | None = None
+    constraints: ConstraintsIn | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_limits(value) if value is not None else None
+
+    @field_validator("constraints")
+    @classmethod
+    def _constraints(cls, value: ConstraintsIn | None) -> ConstraintsIn | None:
+        if value and (value.max_cost_cents is not None or value.max_duration_ms is not None):
+            raise ValueError(
+                "max_cost_cents and max_duration_ms cannot be enforced by this version yet"
+            )
+        return value
+
+    def task_cap(self) -> int | None:
+        """``metadata.limit``, ``limits.run.tasks`` and ``max_tasks``: the narrowest wins."""
+        caps = [self.metadata.limit]
+        if self.limits and "tasks" in self.limits.get("run", {}):
+            caps.append(int(self.limits["run"]["tasks"]))
+        if self.constraints:
+            caps.append(self.constraints.max_tasks)
+        present = [c for c in caps if c is not None]
+        return min(present) if present else None
 
     @model_validator(mode="before")
     @classmethod

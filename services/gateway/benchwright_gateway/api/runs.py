@@ -119,7 +119,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 provider=body.sut.provider,
                 api_base=str(body.sut.api_base) if body.sut.api_base else None,
             ),
-            limit=body.metadata.limit,
+            limit=body.task_cap(),
             trials=body.trials.model_dump() if body.trials else dict(DEFAULT_TRIALS),
             metadata=body.metadata.model_dump(exclude_none=True),
             idempotency_key=idempotency_key,
