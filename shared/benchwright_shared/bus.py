@@ -5,9 +5,6 @@ routers of plain typed handlers. Streams are declared here, once, so every
 process agrees on them whichever service starts first.
 """
 
-import asyncio
-import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -19,7 +16,7 @@ from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext as _JS
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError
 from pydantic import BaseModel
 
 from benchwright_shared import subjects
@@ -177,24 +174,3 @@ def event_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Hand
         ack_policy=AckPolicy.ACK_FIRST,
     )
     return cast(Callable[[Handler], Handler], subscriber)
-
-
-async def stream_last_seq(js: JetStreamContext, stream: str) -> int:
-    info = await js.stream_info(stream)
-    return int(info.state.last_seq)
-
-
-async def delete_consumer_if_exists(js: JetStreamContext, stream: str, durable: str) -> None:
-    with contextlib.suppress(NotFoundError):
-        await js.delete_consumer(stream, durable)
-
-
-def decode(data: bytes) -> Any:
-    return json.loads(data)
-
-
-async def wait_connected(broker: NatsBroker, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await broker.ping(timeout=1.0):
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("NATS did not become reachable")

@@ -12,7 +12,6 @@ from benchwright_shared.hashing import fingerprint12
 
 NAMESPACE = uuid.UUID("6f1f1b3e-8f7a-4f3c-9a59-4e0d8c7b2a10")
 PAT_PREFIX = "bw_live_pat_"
-PROXY_KEY_PREFIX = "bw_proxy_"
 
 
 def new_run_id() -> str:
@@ -38,8 +37,3 @@ def impl_id_for(scope_id: str, code: str) -> str:
 def new_pat() -> str:
     """A personal access token; shown once, stored only as a hash."""
     return PAT_PREFIX + secrets.token_urlsafe(32)
-
-
-def new_proxy_key() -> str:
-    """A per-run fake model key: valid at our proxy only, worthless anywhere else."""
-    return PROXY_KEY_PREFIX + secrets.token_urlsafe(24)

@@ -1,5 +1,6 @@
 """The registry's application: the catalog and the questions it answers."""
 
+import json
 import logging
 
 from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
@@ -84,8 +85,6 @@ class RegistryApplication:
                 subset_id=query.subset_id,
                 problem=Problem(title="subset not found", status=404, field="subset_id"),
             )
-        import json
-
         limit = min(max(query.limit, 0), MAX_ROWS_PER_REPLY)
         lines = subset.jsonl.decode().splitlines()[query.offset : query.offset + limit]
         return SubsetRows(

@@ -1,5 +1,6 @@
 """Catalog entries and how a launch's names resolve to them. No I/O here."""
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,8 +54,6 @@ class ResolutionError(Exception):
 
 
 def rows_to_jsonl(rows: list[dict[str, Any]]) -> bytes:
-    import json
-
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
 
 

@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 from faststream.nats import NatsBroker
 
 from benchwright_gateway.application import GatewayApplication
-from benchwright_shared.projection import ProjectionStore, ViewCursor
+from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -31,7 +31,3 @@ class GatewayContext:
 
     async def call(self, fn: Any, *args: Any) -> Any:
         return await self.blocking.run(fn, *args)
-
-
-def read_with(cur: ViewCursor) -> ViewCursor:
-    return cur
