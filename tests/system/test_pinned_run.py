@@ -305,3 +305,42 @@ async def test_task_caps_take_the_narrowest_and_unenforced_limits_are_refused(
         response = await client.post("/v1/runs", json=launch_body(fake_model, **extra))
         assert response.status_code == 400, (extra, response.text)
         assert response.json()["field"].startswith(field)
+
+
+async def test_a_halted_run_stops_tears_down_and_stays_readable(platform: Platform) -> None:
+    import time as _time
+
+    def slow(prompt: str) -> str:
+        _time.sleep(0.2)
+        return "The answer is 1."
+
+    server = FakeOpenAIServer(slow).start()
+    try:
+        client = platform.client
+        assert client
+        run = (await client.post("/v1/runs", json=launch_body(server, limit=40))).json()
+        for _ in range(200):
+            events = (await client.get(f"/v1/runs/{run['id']}/events")).json()["data"]
+            if any(e["type"] == "MaterializeTaskAggregated" for e in events):
+                break
+            await asyncio.sleep(0.05)
+        halted = await client.post(f"/v1/runs/{run['id']}/halt", json={"reason": "enough"})
+        assert halted.status_code == 202, halted.text
+        done = await platform.wait_terminal(run["id"], timeout=30)
+        assert done["halted"] is True
+        assert done["halt_reason"] == "operator_kill: enough"
+        assert done["display_status"] == "killed"
+        events = (await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})).json()[
+            "data"
+        ]
+        types = [e["type"] for e in events]
+        assert "RunHalted" in types and types[-1] == "PipelineFinished"
+        assert "SandboxKilled" in types  # torn down
+        failed = [e for e in events if e["type"] == "PhaseFailed"]
+        assert failed and failed[-1]["data"]["error_type"] == "halted"
+        aggregated = types.count("MaterializeTaskAggregated")
+        assert 0 < aggregated < 40  # partial results are kept
+        again = await client.post(f"/v1/runs/{run['id']}/halt")
+        assert again.status_code == 409
+    finally:
+        server.stop()

@@ -80,6 +80,12 @@ class AsyncRuns:
         """Fetch one run."""
         return parse(Run, await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
+    async def halt(self, run_id: str, reason: str | None = None) -> Run:
+        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed."""
+        body = {"reason": reason} if reason else None
+        path = f"/v1/runs/{path_id(run_id)}/halt"
+        return parse(Run, await self._http.request("POST", path, json=body))
+
     async def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None
     ) -> RunList:

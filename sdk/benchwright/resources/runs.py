@@ -84,6 +84,11 @@ class Runs:
         """Fetch one run."""
         return parse(Run, self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
+    def halt(self, run_id: str, reason: str | None = None) -> Run:
+        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed."""
+        body = {"reason": reason} if reason else None
+        return parse(Run, self._http.request("POST", f"/v1/runs/{path_id(run_id)}/halt", json=body))
+
     def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None
     ) -> RunList:

@@ -129,6 +129,14 @@ class RunsProjection(Projection):
             ],
         )
 
+    def _on_RunHalted(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET halted = 1, halt_reason = ? WHERE run_id = ?",
+            [d["halt_reason"], run_id],
+        )
+
     def _on_PipelineFinished(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
     ) -> None:

@@ -67,6 +67,8 @@ class Run(Aggregate):
         self.sut = sut
         self.limit = limit
         self.status = "running"
+        self.halted = False
+        self.halt_reason: str | None = None
         self.current_phase: str | None = None
         self.invocations: dict[str, int] = {}
         self.results_recorded = 0
@@ -122,6 +124,17 @@ class Run(Aggregate):
         if not self.artifacts:
             return None
         return run_fingerprint((t, d) for t, d in self.artifacts)[0]
+
+    def halt(self, halt_reason: str) -> None:
+        """Flag the run halted; a flag beside the status, not a status of its own."""
+        self._check_open()
+        if not self.halted:
+            self._halted(halt_reason=halt_reason)
+
+    @event("RunHalted")
+    def _halted(self, halt_reason: str) -> None:
+        self.halted = True
+        self.halt_reason = halt_reason
 
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")

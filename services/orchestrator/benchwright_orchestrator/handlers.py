@@ -2,7 +2,9 @@
 
 from typing import Any
 
-from faststream.nats import NatsRouter
+from faststream import AckPolicy
+from faststream.nats import JStream, NatsRouter
+from nats.js.api import DeliverPolicy
 
 from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
@@ -10,6 +12,7 @@ from benchwright_shared.bus import command_subscriber, event_listener
 from benchwright_shared.contracts import (
     Contract,
     GetRunEvents,
+    HaltRun,
     LaunchRun,
     ModelAttached,
     RunEventsPage,
@@ -37,6 +40,16 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
     )
     async def launch_run(command: LaunchRun) -> None:
         await orchestrator.launch(command)
+
+    @router.subscriber(
+        subjects.HALT_RUN,
+        stream=JStream(subjects.COMMANDS_STREAM, declare=False),
+        deliver_policy=DeliverPolicy.NEW,
+        ack_policy=AckPolicy.ACK_FIRST,
+    )
+    async def halt_run(command: HaltRun) -> None:
+        # Every orchestrator process hears a halt; the one driving the run acts.
+        orchestrator.halt(command)
 
     for reply_type in REPLY_TYPES:
         _listen_for_replies(router, orchestrator, reply_type)

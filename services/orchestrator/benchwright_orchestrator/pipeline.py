@@ -92,6 +92,14 @@ class RunPipeline:
         self.deps = deps
         self.run = run
         self.state = _State()
+        self.halt_reason: str | None = None
+        self._phases: asyncio.Task[None] | None = None
+
+    def request_halt(self, halt_reason: str) -> None:
+        """Stop at once: the running phase is interrupted, then the run is torn down."""
+        self.halt_reason = halt_reason
+        if self._phases is not None:
+            self._phases.cancel()
 
     # -- plumbing -------------------------------------------------------------------
     async def save(self) -> None:
@@ -121,11 +129,16 @@ class RunPipeline:
         self.run.start_pipeline(PINNED_PHASES)
         await self.save()
         error: PhaseError | None = None
+        self._phases = asyncio.create_task(self._run_phases())
         try:
-            for phase in PINNED_PHASES:
-                await self._phase(phase, getattr(self, f"_{phase}"))
+            await self._phases
         except PhaseError as exc:
             error = exc
+        except asyncio.CancelledError:
+            if self.halt_reason is None:
+                raise  # the process is stopping: the run is closed on restart
+            error = PhaseError("halted", self.halt_reason)
+            await self._record_halt(self.halt_reason)
         finally:
             await self._teardown()
         summary = summarize(list(self.state.outcomes.values()))
@@ -137,6 +150,23 @@ class RunPipeline:
             detail=error.detail if error else None,
             fingerprint=self.run.fingerprint(),
         )
+        await self.save()
+
+    async def _run_phases(self) -> None:
+        for phase in PINNED_PHASES:
+            if self.halt_reason is not None:
+                raise asyncio.CancelledError
+            await self._phase(phase, getattr(self, f"_{phase}"))
+
+    async def _record_halt(self, halt_reason: str) -> None:
+        if self.run.current_phase:
+            self.run.fail_phase(
+                phase=self.run.current_phase,
+                error_type="halted",
+                detail=halt_reason,
+                stack_trace=None,
+            )
+        self.run.halt(halt_reason)
         await self.save()
 
     async def _phase(self, phase: str, work: Callable[[], Awaitable[None]]) -> None:

@@ -9,7 +9,7 @@ from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.replies import Replies
-from benchwright_shared.contracts import GetRunEvents, LaunchRun, RunEventsPage
+from benchwright_shared.contracts import GetRunEvents, HaltRun, LaunchRun, RunEventsPage
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -28,6 +28,7 @@ class Orchestrator:
         self.replies = Replies()
         self.broker: NatsBroker | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._pipelines: dict[str, RunPipeline] = {}
 
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker
@@ -54,9 +55,18 @@ class Orchestrator:
             replies=self.replies,
             settings=self.settings,
         )
-        task = asyncio.create_task(RunPipeline(deps, run).execute(), name=f"run-{run.run_id}")
+        pipeline = RunPipeline(deps, run)
+        task = asyncio.create_task(pipeline.execute(), name=f"run-{run.run_id}")
+        self._pipelines[run.run_id] = pipeline
         self._tasks.add(task)
         task.add_done_callback(self._finished)
+        task.add_done_callback(lambda _: self._pipelines.pop(run.run_id, None))
+
+    def halt(self, command: HaltRun) -> None:
+        """Halt the run if this process drives it; another process may."""
+        pipeline = self._pipelines.get(command.run_id)
+        if pipeline is not None and pipeline.run.account == command.account:
+            pipeline.request_halt(command.halt_reason)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

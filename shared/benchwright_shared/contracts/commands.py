@@ -41,6 +41,20 @@ class LaunchRun(Contract):
     requested_at: datetime
 
 
+class HaltRun(Contract):
+    """Stop a run: tear down its sandboxes and proxy, keep its log readable.
+
+    Every orchestrator process hears it; the one driving the run acts.
+    """
+
+    subject: ClassVar[str] = subjects.HALT_RUN
+
+    command_id: str
+    run_id: str
+    account: str
+    halt_reason: str
+
+
 class SandboxFile(BaseModel):
     """A file to place in a sandbox: inline text, or an object-store blob."""
 

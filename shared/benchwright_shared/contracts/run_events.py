@@ -130,6 +130,10 @@ class ReportFile(_Data):
     sha256: str
 
 
+class RunHalted(_Data):
+    halt_reason: str
+
+
 class PipelineFinished(_Data):
     status: Literal["ok", "error"]
     duration_ms: int
@@ -155,6 +159,7 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
         MaterializeTaskResult,
         MaterializeTaskAggregated,
         ReportFile,
+        RunHalted,
         PipelineFinished,
     )
 }

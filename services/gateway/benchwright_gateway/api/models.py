@@ -146,3 +146,9 @@ class LaunchRequest(BaseModel):
     @classmethod
     def _strip(cls, value: str | None) -> str | None:
         return value.strip() if value else value
+
+
+class HaltRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(default=None, max_length=500)

@@ -14,7 +14,7 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
-from benchwright_gateway.api.models import LaunchRequest
+from benchwright_gateway.api.models import HaltRequest, LaunchRequest
 from benchwright_gateway.api.render import parse_task_row_id, render_run, render_task
 from benchwright_gateway.domain import body_fingerprint
 from benchwright_shared import subjects
@@ -24,6 +24,7 @@ from benchwright_shared.contracts import (
     GetRunCost,
     GetRunEvents,
     GetSubsetRows,
+    HaltRun,
     LaunchRun,
     ResolveBenchmark,
     RunCost,
@@ -278,6 +279,31 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "has_more": page.has_more,
             "next_after_seq": data[-1]["seq"] if data else after_seq,
         }
+
+    @router.post("/{run_id}/halt", status_code=202)
+    async def halt(run_id: str, caller: Caller, body: HaltRequest | None = None) -> dict[str, Any]:
+        """Stop a run: its sandboxes and proxy are torn down; it stays readable."""
+        caller.require("runs:write")
+        row = await load_run(caller, run_id)
+        if row["status"] != "running":
+            raise ProblemError(
+                409,
+                "run already finished",
+                f"run {run_id} is {row['status']}",
+                field="run_id",
+                code="run_finished",
+            )
+        reason = "operator_kill" + (f": {body.reason}" if body and body.reason else "")
+        await send_command(
+            ctx.bus(),
+            HaltRun(
+                command_id=f"halt:{run_id}",
+                run_id=run_id,
+                account=caller.account,
+                halt_reason=reason,
+            ),
+        )
+        return await show(row)
 
     @router.get("/{run_id}/fingerprint")
     async def fingerprint(run_id: str, caller: Caller) -> dict[str, Any]:
