@@ -5,11 +5,13 @@ a table the test supplies (or 42), and counts the calls it saw.
 """
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 Answer = Callable[[str], str]
 
@@ -22,9 +24,14 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> dict[str, Any]:
+    async def chat(request: Request) -> Any:
         body = await request.json()
         state["calls"] += 1
+        state["times"].append(time.monotonic())
+        if state["failures"]:
+            # Scripted upstream trouble first: (status, headers) per call.
+            status, headers = state["failures"].pop(0)
+            return JSONResponse({"error": {"message": "busy"}}, status, headers=headers)
         state["auth"].add(request.headers.get("authorization", ""))
         prompt = body["messages"][-1]["content"]
         text = answer(prompt)
@@ -52,8 +59,17 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
 class FakeOpenAIServer:
     """Runs the fake on a background thread with its own event loop."""
 
-    def __init__(self, answer: Answer = default_answer) -> None:
-        self.state: dict[str, Any] = {"calls": 0, "auth": set()}
+    def __init__(
+        self,
+        answer: Answer = default_answer,
+        failures: Sequence[tuple[int, dict[str, str]]] = (),
+    ) -> None:
+        self.state: dict[str, Any] = {
+            "calls": 0,
+            "auth": set(),
+            "times": [],
+            "failures": list(failures),
+        }
         self.app = build_app(answer, self.state)
         self.port = 0
         self._server: uvicorn.Server | None = None
