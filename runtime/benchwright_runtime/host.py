@@ -1,7 +1,6 @@
 """Hosting services on one broker: the shared core of both runners."""
 
 import asyncio
-import contextlib
 import importlib
 import logging
 from collections.abc import Sequence
@@ -49,6 +48,7 @@ class ServiceHost:
 
     async def start(self) -> None:
         await self.broker.connect()
+        self._connection = self.broker.connection
         await declare_streams(jetstream(self.broker))
         await self.broker.start()
         for service in self.services:
@@ -62,5 +62,13 @@ class ServiceHost:
             except Exception:
                 log.exception("stopping %s failed", service.name)
         self._started.clear()
-        with contextlib.suppress(Exception):
+        try:
             await asyncio.wait_for(self.broker.stop(), 10)
+        except Exception:
+            log.exception("stopping the broker failed; closing its connection")
+        finally:
+            # Whatever happened above, no subscription of this host may stay live:
+            # it would go on taking commands meant for whoever starts next.
+            connection = getattr(self, "_connection", None)
+            if connection is not None and not connection.is_closed:
+                await connection.close()

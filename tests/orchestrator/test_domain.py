@@ -89,3 +89,42 @@ def test_the_fingerprint_covers_artifacts_and_changes_with_the_model() -> None:
     assert new_run().fingerprint() is None
     assert fingerprint("local/a", 1) == fingerprint("local/a", 2)  # the port is noise
     assert fingerprint("local/a", 1) != fingerprint("local/b", 1)
+
+
+def test_the_log_remembers_what_a_resumed_sweep_must_not_redo() -> None:
+    run = new_run()
+    run.start_pipeline(["materialize"])
+    run.start_phase("materialize")
+    run.sandbox_created(sandbox_id="sbx_1", backend="local", metadata={})
+    for trial in (0, 1):
+        run.task_result(
+            task_id="t0",
+            index=0,
+            invocation=1,
+            trial=trial,
+            score=1.0,
+            score_meta={},
+            outcome="pass",
+            output="x",
+            error_type=None,
+            error=None,
+            duration_ms=5,
+        )
+    run.task_aggregated(
+        task_id="t0",
+        index=0,
+        invocation=1,
+        score=1.0,
+        outcome="pass",
+        trial_scores=[1.0, 1.0],
+        aggregator="any_pass",
+    )
+    assert run.trial_results == {"0": {"0": [1.0, {}, 5], "1": [1.0, {}, 5]}}
+    assert run.aggregated == {"0": "pass"}
+    assert run.open_sandboxes == {"sbx_1": "local"}
+    run.resume(reason="restarted")
+    assert type(run.collect_events()[-1]).__name__ == "PipelineResumed"
+    # A new sweep (a retried Materialize) starts from nothing.
+    run.complete_phase(phase="materialize", duration_ms=1)
+    run.start_phase("materialize")
+    assert run.trial_results == {} and run.aggregated == {}

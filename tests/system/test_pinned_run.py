@@ -55,7 +55,7 @@ async def test_pinned_run_scores_every_task(
     assert run["benchmark"]["name"] == "GSM8K"
 
     done = await platform.wait_terminal(run["id"])
-    assert done["status"] == "ok", done
+    assert done["status"] == "ok", (done["error"], done["phase"])
     assert done["display_status"] == "ok"
     assert done["summary"]["total"] == 10
     # Usage is reported in short windows by the proxy: the cost converges.
@@ -225,7 +225,7 @@ async def test_humaneval_code_runs_in_the_sandbox(platform: Platform) -> None:
         body = {**launch_body(server, limit=4), "benchmark": "HumanEval"}
         run = (await client.post("/v1/runs", json=body)).json()
         done = await platform.wait_terminal(run["id"])
-        assert done["status"] == "ok", done
+        assert done["status"] == "ok", (done["error"], done["phase"])
         tasks = (await client.get(f"/v1/runs/{run['id']}/tasks")).json()
         assert [t["outcome"] for t in tasks["data"]] == ["pass", "pass", "fail", "fail"]
     finally:
@@ -259,7 +259,7 @@ async def test_trials_run_k_times_and_reduce_by_the_aggregator(platform: Platfor
             )
             run = (await client.post("/v1/runs", json=body)).json()
             done = await platform.wait_terminal(run["id"])
-            assert done["status"] == "ok", done
+            assert done["status"] == "ok", (done["error"], done["phase"])
             events = (
                 await client.get(f"/v1/runs/{run['id']}/events", params={"limit": 5000})
             ).json()["data"]

@@ -74,6 +74,13 @@ class Run(Aggregate):
         self.results_recorded = 0
         # (type, data) of every artifact, in log order: what the fingerprint covers.
         self.artifacts: list[list[Any]] = []
+        # What a resumed pipeline needs to know about the work already done.
+        self.completed_phases: list[str] = []
+        self.selected_tasks: int | None = None
+        self.open_sandboxes: dict[str, str] = {}  # sandbox id -> backend
+        # index -> trial -> [score, score_meta, duration_ms], for the current sweep
+        self.trial_results: dict[str, dict[str, list[Any]]] = {}
+        self.aggregated: dict[str, str] = {}  # index -> outcome
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -98,10 +105,23 @@ class Run(Aggregate):
     def _phase_started(self, phase: str) -> None:
         self.current_phase = phase
         self.invocations[phase] = self.invocations.get(phase, 0) + 1
+        if phase == "materialize":
+            self.trial_results = {}
+            self.aggregated = {}
 
     @event("PhaseCompleted")
     def complete_phase(self, phase: str, duration_ms: int) -> None:
         self.current_phase = None
+        self.completed_phases.append(phase)
+
+    def resume(self, reason: str) -> None:
+        """Pick up where the log ends, in the phase that was running."""
+        self._check_open()
+        self._resumed(phase=self.current_phase or "", reason=reason)
+
+    @event("PipelineResumed")
+    def _resumed(self, phase: str, reason: str) -> None:
+        pass
 
     @event("PhaseFailed")
     def fail_phase(self, phase: str, error_type: str, detail: str, stack_trace: str | None) -> None:
@@ -139,7 +159,7 @@ class Run(Aggregate):
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")
     def sandbox_created(self, sandbox_id: str, backend: str, metadata: dict[str, Any]) -> None:
-        pass
+        self.open_sandboxes[sandbox_id] = backend
 
     @event("SandboxKilled")
     def sandbox_killed(
@@ -151,7 +171,7 @@ class Run(Aggregate):
         cost_micros: int,
         metadata: dict[str, Any],
     ) -> None:
-        pass
+        self.open_sandboxes.pop(sandbox_id, None)
 
     # -- artifacts ----------------------------------------------------------------
     @event("DatasetTasksArtifact")
@@ -164,6 +184,7 @@ class Run(Aggregate):
         content_sha256: str,
         selection: dict[str, Any],
     ) -> None:
+        self.selected_tasks = selected_tasks
         self.artifacts.append(
             [
                 "DatasetTasksArtifact",
@@ -207,6 +228,10 @@ class Run(Aggregate):
         duration_ms: int,
     ) -> None:
         self.results_recorded += 1
+        if invocation != self.invocations.get("materialize"):
+            return
+        trials = self.trial_results.setdefault(str(index), {})
+        trials[str(trial)] = [score, score_meta, duration_ms]
 
     @event("MaterializeTaskAggregated")
     def task_aggregated(
@@ -219,7 +244,8 @@ class Run(Aggregate):
         trial_scores: list[float | None],
         aggregator: str,
     ) -> None:
-        pass
+        if invocation == self.invocations.get("materialize"):
+            self.aggregated[str(index)] = outcome
 
     @event("ReportFile")
     def report_file(self, name: str, media_type: str, content: str, sha256: str) -> None:

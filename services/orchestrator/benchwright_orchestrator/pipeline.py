@@ -124,12 +124,19 @@ class RunPipeline:
         return reply
 
     # -- the run --------------------------------------------------------------------
-    async def execute(self) -> None:
+    async def execute(self, *, resume: bool = False) -> None:
+        """Drive the run to its end; with ``resume``, carry on where its log stops."""
         started = time.monotonic()
-        self.run.start_pipeline(PINNED_PHASES)
+        if resume:
+            resumed_phase = self.run.current_phase
+            self._restore_results()
+            self.run.resume(reason="the orchestrator restarted")
+        else:
+            resumed_phase = None
+            self.run.start_pipeline(PINNED_PHASES)
         await self.save()
         error: PhaseError | None = None
-        self._phases = asyncio.create_task(self._run_phases())
+        self._phases = asyncio.create_task(self._run_phases(resumed_phase))
         try:
             await self._phases
         except PhaseError as exc:
@@ -152,11 +159,40 @@ class RunPipeline:
         )
         await self.save()
 
-    async def _run_phases(self) -> None:
-        for phase in PINNED_PHASES:
+    async def _run_phases(self, resumed_phase: str | None = None) -> None:
+        phases = PINNED_PHASES
+        if resumed_phase is not None:
+            phases = PINNED_PHASES[PINNED_PHASES.index(resumed_phase) :]
+            await self._reacquire()
+        for phase in phases:
             if self.halt_reason is not None:
                 raise asyncio.CancelledError
-            await self._phase(phase, getattr(self, f"_{phase}"))
+            await self._phase(
+                phase, getattr(self, f"_{phase}"), already_started=phase == resumed_phase
+            )
+
+    # -- resuming -------------------------------------------------------------------
+    def _restore_results(self) -> None:
+        """The sweep's results so far, from the log: they are never asked for again."""
+        for index, trials in self.run.trial_results.items():
+            self.state.trials[int(index)] = {
+                int(t): (v[0], v[1], int(v[2])) for t, v in trials.items()
+            }
+        for index, outcome in self.run.aggregated.items():
+            durations = [int(v[2]) for v in self.run.trial_results.get(index, {}).values()]
+            self.state.outcomes[int(index)] = (outcome, max(durations, default=0))
+
+    async def _reacquire(self) -> None:
+        """Replace what died with the last process: sandbox and model binding.
+
+        The dataset, scorer and model are the ones already recorded, so no
+        artifact is recorded twice and the fingerprint stays what it would have been.
+        """
+        for sandbox_id in list(self.run.open_sandboxes):
+            await self._kill_sandbox(sandbox_id, reason="stale_after_restart")
+        await self._fetch(record=False)
+        await self._setup(record=False)
+        await self._attach(record=False)
 
     async def _record_halt(self, halt_reason: str) -> None:
         if self.run.current_phase:
@@ -169,9 +205,12 @@ class RunPipeline:
         self.run.halt(halt_reason)
         await self.save()
 
-    async def _phase(self, phase: str, work: Callable[[], Awaitable[None]]) -> None:
-        self.run.start_phase(phase)
-        await self.save()
+    async def _phase(
+        self, phase: str, work: Callable[[], Awaitable[None]], *, already_started: bool = False
+    ) -> None:
+        if not already_started:
+            self.run.start_phase(phase)
+            await self.save()
         started = time.monotonic()
         try:
             await work()
@@ -189,7 +228,7 @@ class RunPipeline:
         await self.save()
 
     # -- phases ---------------------------------------------------------------------
-    async def _fetch(self) -> None:
+    async def _fetch(self, record: bool = True) -> None:
         rows = await ask(
             self.deps.broker, GetSubsetRows(subset_id=self.run.subset_id, limit=0), SubsetRows
         )
@@ -199,6 +238,8 @@ class RunPipeline:
         selected = total if self.run.limit is None else min(total, self.run.limit)
         self.state.subset_rows = rows
         self.state.selected = list(range(selected))
+        if not record:
+            return
         self.run.dataset_tasks(
             benchmark_id=self.run.benchmark_id,
             subset_id=self.run.subset_id,
@@ -208,7 +249,7 @@ class RunPipeline:
             selection={"kind": "first_n", "limit": self.run.limit},
         )
 
-    async def _setup(self) -> None:
+    async def _setup(self, record: bool = True) -> None:
         if not self.run.impl_id:
             raise PhaseError("no_impl", "this benchmark has no scorer to run in pinned mode")
         impl = await ask(self.deps.broker, GetImpl(impl_id=self.run.impl_id), ImplCode)
@@ -237,9 +278,10 @@ class RunPipeline:
         self.run.sandbox_created(
             sandbox_id=reply.sandbox_id, backend=reply.backend, metadata=reply.metadata
         )
-        self.run.setup_done(impl_id=impl.impl_id, impl_sha256=impl.sha256)
+        if record:
+            self.run.setup_done(impl_id=impl.impl_id, impl_sha256=impl.sha256)
 
-    async def _attach(self) -> None:
+    async def _attach(self, record: bool = True) -> None:
         reply = await self._request(
             AttachModel(
                 command_id=self._command_id(),
@@ -250,6 +292,8 @@ class RunPipeline:
         )
         assert isinstance(reply, ModelAttached)
         self.state.model = reply
+        if not record:
+            return
         self.run.model_proxy(
             model_id=reply.model_id,
             litellm_config_yaml=reply.litellm_config_yaml,
@@ -268,6 +312,7 @@ class RunPipeline:
                 TaskSpec(index=i, trial=t)
                 for i in self.state.selected
                 for t in range(self.trials_k)
+                if i not in self.state.outcomes and t not in self.state.trials.get(i, {})
             ],
             # A model that serves one call at a time gets one task at a time, so
             # task durations measure the task rather than the queue before it.
@@ -362,30 +407,33 @@ class RunPipeline:
             sha256=sha256_hex(canonical_json(report)),
         )
 
+    async def _kill_sandbox(self, sandbox_id: str, *, reason: str) -> None:
+        try:
+            reply = await self._request(
+                KillSandbox(
+                    command_id=self._command_id(),
+                    run_id=self.run.run_id,
+                    sandbox_id=sandbox_id,
+                    reason=reason,
+                ),
+                timeout=30,
+            )
+        except PhaseError:
+            return  # the sandbox-manager reaps orphans; the run still finishes
+        if isinstance(reply, SandboxKilled):
+            self.run.sandbox_killed(
+                sandbox_id=reply.sandbox_id,
+                backend=reply.backend,
+                reason=reply.reason,
+                duration_ms=reply.duration_ms,
+                cost_micros=reply.cost_micros,
+                metadata=reply.metadata,
+            )
+
     async def _teardown(self) -> None:
         """Kill the work sandbox and revoke the run's model key, whatever happened."""
         if self.state.sandbox_id:
-            try:
-                reply = await self._request(
-                    KillSandbox(
-                        command_id=self._command_id(),
-                        run_id=self.run.run_id,
-                        sandbox_id=self.state.sandbox_id,
-                        reason="run_finished",
-                    ),
-                    timeout=30,
-                )
-                if isinstance(reply, SandboxKilled):
-                    self.run.sandbox_killed(
-                        sandbox_id=reply.sandbox_id,
-                        backend=reply.backend,
-                        reason=reply.reason,
-                        duration_ms=reply.duration_ms,
-                        cost_micros=reply.cost_micros,
-                        metadata=reply.metadata,
-                    )
-            except PhaseError:
-                pass  # the sandbox-manager reaps orphans; the run still finishes
+            await self._kill_sandbox(self.state.sandbox_id, reason="run_finished")
         if self.state.model:
             await send_command(
                 self.deps.broker, DetachModel(command_id=self._command_id(), run_id=self.run.run_id)

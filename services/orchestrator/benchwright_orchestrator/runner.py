@@ -45,7 +45,7 @@ class Orchestrator:
         if created:
             self._spawn(run)
 
-    def _spawn(self, run: Run) -> None:
+    def _spawn(self, run: Run, *, resume: bool = False) -> None:
         assert self.broker is not None
         deps = PipelineDeps(
             app=self.app,
@@ -56,7 +56,7 @@ class Orchestrator:
             settings=self.settings,
         )
         pipeline = RunPipeline(deps, run)
-        task = asyncio.create_task(pipeline.execute(), name=f"run-{run.run_id}")
+        task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")
         self._pipelines[run.run_id] = pipeline
         self._tasks.add(task)
         task.add_done_callback(self._finished)
@@ -82,13 +82,19 @@ class Orchestrator:
         return RunEventsPage(events=events, has_more=has_more)
 
     async def close_interrupted_runs(self) -> None:
-        """Finish, as errors, the runs a previous process left mid-pipeline.
+        """Carry on the runs a previous process left mid-pipeline, or close them.
 
-        Their logs stay intact and readable; the last phase is marked failed so
-        the log says what happened rather than looking forever in flight.
+        A run interrupted in Materialize or Report resumes where its log ends:
+        finished tasks and trials are never sent to the model again. A run
+        interrupted earlier is closed as ``error: interrupted``; its log stays
+        intact and says what happened.
         """
         for run_id in await self.store.run(self.app.unfinished_run_ids):
             run = await self.store.run(self.app.get_run, run_id)
+            if resumable(run):
+                log.warning("resuming run %s in %s", run_id, run.current_phase)
+                self._spawn(run, resume=True)
+                continue
             if run.current_phase:
                 run.fail_phase(
                     phase=run.current_phase,
@@ -107,3 +113,10 @@ class Orchestrator:
             await self.store.run(self.app.save, run)
             log.warning("closed interrupted run %s", run_id)
         self.relay.wake()
+
+
+def resumable(run: Run) -> bool:
+    """Whether everything before the interrupted phase is on record."""
+    if run.halted or run.current_phase not in ("materialize", "report"):
+        return False
+    return {"fetch", "setup", "attach"} <= set(run.completed_phases)

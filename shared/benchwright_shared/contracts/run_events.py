@@ -47,6 +47,13 @@ class PipelineStarted(_Data):
     phases: list[str]
 
 
+class PipelineResumed(_Data):
+    """The orchestrator came back and carries on the phase that was running."""
+
+    phase: str
+    reason: str
+
+
 class PhaseStarted(_Data):
     phase: str
 
@@ -148,6 +155,7 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
     for cls in (
         RunLaunched,
         PipelineStarted,
+        PipelineResumed,
         PhaseStarted,
         PhaseCompleted,
         PhaseFailed,

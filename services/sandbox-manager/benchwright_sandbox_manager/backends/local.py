@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from benchwright_sandbox_manager.ports import BackendError
+from benchwright_shared.process import die_with_parent
 
 # Only these reach the sandboxed process; everything else is dropped.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
@@ -74,6 +75,7 @@ class LocalBackend:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # its own process group, so a kill takes the whole tree
+            preexec_fn=die_with_parent,
             limit=2**24,
         )
         self._procs.setdefault(sandbox_id, set()).add(proc)
