@@ -14,11 +14,6 @@ def outcome_for(score: float | None) -> str:
     return "pass" if score >= 1.0 else "fail"
 
 
-def aggregate_any_pass(scores: list[float | None]) -> tuple[float | None, str]:
-    """``any_pass``: the best trial's score; ``err`` only when every trial errored."""
-    return aggregate({"name": "any_pass"}, [(s, {}) for s in scores])
-
-
 def percentile(sorted_values: list[int], pct: int) -> int | None:
     """Nearest-rank percentile of an already sorted list."""
     if not sorted_values:

@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from benchwright_orchestrator.domain import Run, RunAlreadyFinishedError
-from benchwright_shared.scoring import aggregate_any_pass, percentile, summarize
+from benchwright_shared.scoring import aggregate, percentile, summarize
 
 
 def new_run() -> Run:
@@ -50,9 +50,10 @@ def test_finished_run_takes_no_more_pipeline_events() -> None:
 
 
 def test_any_pass_takes_the_best_trial_and_errs_only_when_all_err() -> None:
-    assert aggregate_any_pass([0.0, 1.0, None]) == (1.0, "pass")
-    assert aggregate_any_pass([0.0, 0.5]) == (0.5, "fail")
-    assert aggregate_any_pass([None, None]) == (None, "err")
+    any_pass = {"name": "any_pass"}
+    assert aggregate(any_pass, [(0.0, {}), (1.0, {}), (None, {})]) == (1.0, "pass")
+    assert aggregate(any_pass, [(0.0, {}), (0.5, {})]) == (0.5, "fail")
+    assert aggregate(any_pass, [(None, {}), (None, {})]) == (None, "err")
 
 
 def test_summary_excludes_errors_from_the_pass_rate() -> None:

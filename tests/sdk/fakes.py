@@ -12,6 +12,16 @@ import httpx
 Responder = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
 RUN_ID = "3f2b9c1e-0000-4000-8000-000000000001"
+# The task summary the fake gateway reports.
+SUMMARY = {
+    "total": 3,
+    "passed": 1,
+    "failed": 1,
+    "errored": 1,
+    "pass_rate": 1 / 3,
+    "duration_ms_p50": 700,
+    "duration_ms_p95": 1800,
+}
 TOKEN = "bw_live_pat_test"
 
 

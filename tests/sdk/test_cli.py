@@ -14,18 +14,18 @@ from typer.testing import CliRunner
 from benchwright import Benchwright
 from benchwright.cli import _common, app
 
-from .fakes import RUN_ID, TOKEN, FakeGateway, problem, run_body, run_events, sse_response
+from .fakes import (
+    RUN_ID,
+    SUMMARY,
+    TOKEN,
+    FakeGateway,
+    problem,
+    run_body,
+    run_events,
+    sse_response,
+)
 
 RUN = f"/v1/runs/{RUN_ID}"
-SUMMARY = {
-    "total": 3,
-    "passed": 1,
-    "failed": 1,
-    "errored": 1,
-    "pass_rate": 1 / 3,
-    "duration_ms_p50": 700,
-    "duration_ms_p95": 1800,
-}
 ROWS = [
     {"id": "r:1:0", "task_id": "gsm8k/test/0", "index": 0, "outcome": "pass", "score": 1.0},
     {"id": "r:1:1", "task_id": "gsm8k/test/1", "index": 1, "outcome": "fail", "score": 0.0},

@@ -11,6 +11,7 @@ from benchwright import APIConnectionError, Benchwright, NotFoundError, WaitTime
 
 from .fakes import (
     RUN_ID,
+    SUMMARY,
     BrokenStream,
     FakeGateway,
     event,
@@ -155,17 +156,6 @@ def test_events_sends_paging_and_type_filters(bw: Benchwright, gateway: FakeGate
         "types": "PhaseStarted,PhaseCompleted",
         "limit": "500",
     }
-
-
-SUMMARY = {
-    "total": 3,
-    "passed": 1,
-    "failed": 1,
-    "errored": 1,
-    "pass_rate": 1 / 3,
-    "duration_ms_p50": 700,
-    "duration_ms_p95": 1800,
-}
 
 
 def task_row(i: int, outcome: str) -> dict[str, object]:

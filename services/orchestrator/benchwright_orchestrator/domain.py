@@ -11,14 +11,13 @@ from typing import Any
 from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.fingerprint import run_fingerprint
-from benchwright_shared.scoring import DEFAULT_TRIALS, aggregate_any_pass, summarize
+from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
 
 __all__ = [
     "TERMINAL_STATUSES",
     "Run",
     "RunAlreadyFinishedError",
     "RunError",
-    "aggregate_any_pass",
     "summarize",
 ]
 
