@@ -75,6 +75,41 @@ class CreateSandbox(Contract):
     role: SandboxRole
     backend: str = "local"
     files: list[SandboxFile] = Field(default_factory=list)
+    # Start from a snapshot's filesystem instead of an empty one; ``files`` go on top.
+    from_snapshot: str | None = None
+
+
+class ExecInSandbox(Contract):
+    """Write ``files`` into a sandbox, then run ``argv`` there and report its output.
+
+    The runtime (``bench_task``, ``bench_runner``) is importable as in Materialize.
+    Replies with ``SandboxExecFinished`` (or ``SandboxCommandFailed``).
+    """
+
+    subject: ClassVar[str] = subjects.EXEC_IN_SANDBOX
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    argv: list[str] = Field(default_factory=list)
+    files: list[SandboxFile] = Field(default_factory=list)
+    stdin: str | None = None
+    timeout_s: float = 120.0
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class SnapshotSandbox(Contract):
+    """Capture a sandbox's filesystem as a restorable snapshot.
+
+    Replies with ``SandboxSnapshotted``; ``CreateSandbox.from_snapshot`` restores it.
+    """
+
+    subject: ClassVar[str] = subjects.SNAPSHOT_SANDBOX
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    label: str = ""
 
 
 class TaskSpec(BaseModel):

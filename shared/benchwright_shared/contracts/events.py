@@ -40,6 +40,31 @@ class SandboxKilled(Contract):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class SandboxExecFinished(Contract):
+    """``ExecInSandbox`` ran to its end (or its timeout). Output is truncated to 64 KiB each."""
+
+    subject: ClassVar[str] = subjects.SANDBOX_EXEC_FINISHED
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    duration_ms: int = 0
+
+
+class SandboxSnapshotted(Contract):
+    subject: ClassVar[str] = subjects.SANDBOX_SNAPSHOTTED
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    snapshot_id: str
+    size_bytes: int = 0
+
+
 class SandboxCommandFailed(Contract):
     subject: ClassVar[str] = subjects.SANDBOX_COMMAND_FAILED
 

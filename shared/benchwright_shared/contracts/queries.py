@@ -68,6 +68,47 @@ class ImplCode(BaseModel):
     sha256: str = ""
 
 
+class ListCatalog(Contract):
+    """Everything an account can launch by name: benchmarks and their subsets."""
+
+    subject: ClassVar[str] = subjects.LIST_CATALOG
+
+    account: str
+
+
+class CatalogSubsetEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subset_id: str
+    slug: str
+    name: str
+    task_count: int
+    # Distinct values of the rows' top-level ``category`` (MMLU's subjects ...), in row order.
+    categories: list[str] = Field(default_factory=list)
+    # The official impl, when the subset ships one; None means the Driver must write a scorer.
+    official_impl_id: str | None = None
+
+
+class CatalogBenchmarkEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    benchmark_id: str
+    name: str
+    # Other names a request may use for it ("gsm-8k", "bfcl", "berkeley function calling").
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+    category: str = ""
+    tags: list[str] = Field(default_factory=list)
+    subsets: list[CatalogSubsetEntry] = Field(default_factory=list)
+
+
+class CatalogListing(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    benchmarks: list[CatalogBenchmarkEntry] = Field(default_factory=list)
+
+
 class GetRunEvents(Contract):
     subject: ClassVar[str] = subjects.GET_RUN_EVENTS
 
