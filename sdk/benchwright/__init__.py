@@ -27,6 +27,7 @@ from ._errors import (
 from ._models import (
     AsyncTaskList,
     AttrDict,
+    DeletedRun,
     EventList,
     ProjectionRebuild,
     Run,
@@ -54,6 +55,7 @@ __all__ = [
     "ClientConfig",
     "ConfigurationError",
     "ConflictError",
+    "DeletedRun",
     "EventList",
     "InternalServerError",
     "NotFoundError",

@@ -133,6 +133,14 @@ class Run(_Model):
     subset: SubsetRef | None = None
     impl_id: str | None = None
     phase: str | None = None
+    mode: str | None = None
+    request: str | None = None
+    driver: str | None = None
+    # The run this one was replayed or forked from.
+    derived_from: str | None = None
+    fingerprint: str | None = None
+    trials: AttrDict | None = None
+    limits: AttrDict | None = None
     created_at: datetime | None = None
     finished_at: datetime | None = None
     cost: RunCost = Field(default_factory=RunCost)
@@ -143,6 +151,14 @@ class Run(_Model):
     def is_terminal(self) -> bool:
         """Whether the run has stopped changing status."""
         return self.status != "running"
+
+
+class DeletedRun(_Model):
+    """What ``runs.kill`` answers: the run is gone."""
+
+    id: str
+    object: str = "run"
+    deleted: bool = True
 
 
 class RunList(_Model):

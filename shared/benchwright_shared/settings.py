@@ -38,6 +38,16 @@ class Settings(BaseSettings):
     # A single task's wall-clock ceiling inside the sandbox.
     task_timeout_s: float = 300.0
 
+    # How often a running pipeline compares cost and time against its limits.
+    limit_check_interval_s: float = 2.0
+
+    # The Driver: `builtin` (offline, no model) or `litellm` (an LLM with tools).
+    # The litellm Driver's key is the orchestrator's own, never a model-under-test key.
+    driver_default: str = "litellm"
+    driver_model: str = "openrouter://deepseek/deepseek-v4-flash"
+    driver_api_key: str | None = None
+    driver_api_base: str | None = None
+
     # The offline `local` provider.
     local_model_threads: int = 1
     local_model_ctx: int = 2048

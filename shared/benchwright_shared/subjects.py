@@ -20,6 +20,8 @@ DATASETS_BUCKET: Final = "bw-datasets"
 # Commands --------------------------------------------------------------------
 LAUNCH_RUN: Final = "bw.cmd.orchestrator.launch_run.v1"
 HALT_RUN: Final = "bw.cmd.orchestrator.halt_run.v1"
+RESOLVE_RUN_HALT: Final = "bw.cmd.orchestrator.resolve_halt.v1"
+DELETE_RUN: Final = "bw.cmd.orchestrator.delete_run.v1"
 CREATE_SANDBOX: Final = "bw.cmd.sandbox.create.v1"
 RUN_TASKS: Final = "bw.cmd.sandbox.run_tasks.v1"
 KILL_SANDBOX: Final = "bw.cmd.sandbox.kill.v1"

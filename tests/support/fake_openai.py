@@ -4,6 +4,7 @@ It answers GSM8K-style prompts with "The answer is <n>", where n is read from
 a table the test supplies (or 42), and counts the calls it saw.
 """
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +35,8 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
             return JSONResponse({"error": {"message": "busy"}}, status, headers=headers)
         state["auth"].add(request.headers.get("authorization", ""))
         prompt = body["messages"][-1]["content"]
-        text = answer(prompt)
+        # A slow answer must not hold up the other calls, as a real server's would not.
+        text = await asyncio.to_thread(answer, prompt) if state["threaded"] else answer(prompt)
         return {
             "id": f"chatcmpl-{state['calls']}",
             "object": "chat.completion",
@@ -63,8 +65,11 @@ class FakeOpenAIServer:
         self,
         answer: Answer = default_answer,
         failures: Sequence[tuple[int, dict[str, str]]] = (),
+        *,
+        threaded: bool = False,
     ) -> None:
         self.state: dict[str, Any] = {
+            "threaded": threaded,
             "calls": 0,
             "auth": set(),
             "times": [],

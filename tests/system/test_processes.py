@@ -221,6 +221,7 @@ async def test_killed_mid_sweep_the_run_resumes_where_its_log_ends(tmp_path: Pat
             derivation = (await c.get(f"/v1/runs/{run_id}/fingerprint")).json()
             assert derivation["matches"] is True
             assert [r["type"] for r in derivation["records"]] == [
+                "FetchArtifact",
                 "DatasetTasksArtifact",
                 "SetupArtifact",
                 "ModelProxyArtifact",

@@ -19,6 +19,8 @@ from .._retry import RetryPolicy
 __all__ = [
     "StreamCursor",
     "WaitClock",
+    "fork_body",
+    "halt_body",
     "launch_body",
     "new_idempotency_key",
     "parse",
@@ -70,6 +72,29 @@ def launch_body(
     for key, value in {**named, **extra}.items():
         if value is not None:
             body[key] = value
+    return body
+
+
+def halt_body(reason: str | None, pause: bool) -> dict[str, Any] | None:
+    body: dict[str, Any] = {}
+    if reason:
+        body["reason"] = reason
+    if pause:
+        body["pause"] = True
+    return body or None
+
+
+def fork_body(
+    description: str,
+    from_phase: str,
+    sut: Mapping[str, Any] | None,
+    driver: str | None,
+    limits: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"description": description, "from_phase": from_phase}
+    for key, value in (("sut", sut), ("driver", driver), ("limits", limits)):
+        if value is not None:
+            body[key] = dict(value) if isinstance(value, Mapping) else value
     return body
 
 

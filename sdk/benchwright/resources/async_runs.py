@@ -7,10 +7,21 @@ from typing import Any
 
 from .._async_http import AsyncHTTP
 from .._errors import APIConnectionError
-from .._models import AsyncTaskList, EventList, Run, RunEvent, RunList, TaskPayload, TaskRow
+from .._models import (
+    AsyncTaskList,
+    DeletedRun,
+    EventList,
+    Run,
+    RunEvent,
+    RunList,
+    TaskPayload,
+    TaskRow,
+)
 from ._common import (
     StreamCursor,
     WaitClock,
+    fork_body,
+    halt_body,
     launch_body,
     new_idempotency_key,
     parse,
@@ -80,11 +91,44 @@ class AsyncRuns:
         """Fetch one run."""
         return parse(Run, await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
-    async def halt(self, run_id: str, reason: str | None = None) -> Run:
-        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed."""
-        body = {"reason": reason} if reason else None
+    async def halt(self, run_id: str, reason: str | None = None, *, pause: bool = False) -> Run:
+        """Stop a run (or, with ``pause=True``, park it for :meth:`resume`)."""
         path = f"/v1/runs/{path_id(run_id)}/halt"
-        return parse(Run, await self._http.request("POST", path, json=body))
+        return parse(Run, await self._http.request("POST", path, json=halt_body(reason, pause)))
+
+    async def resume(self, run_id: str) -> Run:
+        """Carry on a paused run. Any other halt raises a 409 ``not_paused`` error."""
+        path = f"/v1/runs/{path_id(run_id)}/resume"
+        return parse(Run, await self._http.request("POST", path))
+
+    async def fork(
+        self,
+        run_id: str,
+        *,
+        description: str,
+        from_phase: str = "atomize",
+        sut: Mapping[str, Any] | None = None,
+        driver: str | None = None,
+        limits: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """Rewind ``run_id`` to ``from_phase`` and carry on with ``description`` as guidance."""
+        body = fork_body(description, from_phase, sut, driver, limits)
+        key = idempotency_key or new_idempotency_key()
+        path = f"/v1/runs/{path_id(run_id)}/fork"
+        data = await self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
+        return parse(Run, data)
+
+    async def update(self, run_id: str, *, review_resolution: str) -> Run:
+        """Answer the review a waiting run asked for; the text guides its Driver."""
+        body = {"review_resolution": review_resolution}
+        path = f"/v1/runs/{path_id(run_id)}"
+        return parse(Run, await self._http.request("PATCH", path, json=body))
+
+    async def kill(self, run_id: str) -> DeletedRun:
+        """Destroy a run, irreversibly: it is stopped and removed from every listing."""
+        path = f"/v1/runs/{path_id(run_id)}"
+        return parse(DeletedRun, await self._http.request("DELETE", path))
 
     async def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None

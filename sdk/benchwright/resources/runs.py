@@ -7,10 +7,21 @@ from typing import Any
 
 from .._errors import APIConnectionError
 from .._http import SyncHTTP
-from .._models import EventList, Run, RunEvent, RunList, TaskList, TaskPayload, TaskRow
+from .._models import (
+    DeletedRun,
+    EventList,
+    Run,
+    RunEvent,
+    RunList,
+    TaskList,
+    TaskPayload,
+    TaskRow,
+)
 from ._common import (
     StreamCursor,
     WaitClock,
+    fork_body,
+    halt_body,
     launch_body,
     new_idempotency_key,
     parse,
@@ -84,10 +95,50 @@ class Runs:
         """Fetch one run."""
         return parse(Run, self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
 
-    def halt(self, run_id: str, reason: str | None = None) -> Run:
-        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed."""
-        body = {"reason": reason} if reason else None
+    def halt(self, run_id: str, reason: str | None = None, *, pause: bool = False) -> Run:
+        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed.
+
+        With ``pause=True`` the run is parked instead (``display_status`` ``paused``)
+        and :meth:`resume` carries it on from where it stopped.
+        """
+        body = halt_body(reason, pause)
         return parse(Run, self._http.request("POST", f"/v1/runs/{path_id(run_id)}/halt", json=body))
+
+    def resume(self, run_id: str) -> Run:
+        """Carry on a paused run. Any other halt raises a 409 ``not_paused`` error."""
+        return parse(Run, self._http.request("POST", f"/v1/runs/{path_id(run_id)}/resume"))
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        description: str,
+        from_phase: str = "atomize",
+        sut: Mapping[str, Any] | None = None,
+        driver: str | None = None,
+        limits: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """Rewind ``run_id`` to ``from_phase`` and carry on with ``description`` as guidance.
+
+        Everything upstream of the rewind point is inherited, not recomputed; a
+        rewritten scorer gets a new impl id. The fork records a derived-from edge.
+        """
+        body = fork_body(description, from_phase, sut, driver, limits)
+        key = idempotency_key or new_idempotency_key()
+        path = f"/v1/runs/{path_id(run_id)}/fork"
+        return parse(
+            Run, self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
+        )
+
+    def update(self, run_id: str, *, review_resolution: str) -> Run:
+        """Answer the review a waiting run asked for; the text guides its Driver."""
+        body = {"review_resolution": review_resolution}
+        return parse(Run, self._http.request("PATCH", f"/v1/runs/{path_id(run_id)}", json=body))
+
+    def kill(self, run_id: str) -> DeletedRun:
+        """Destroy a run, irreversibly: it is stopped and removed from every listing."""
+        return parse(DeletedRun, self._http.request("DELETE", f"/v1/runs/{path_id(run_id)}"))
 
     def list(
         self, limit: int = 50, status: str | None = None, page_token: str | None = None

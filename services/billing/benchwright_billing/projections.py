@@ -58,7 +58,9 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
                 calls=int(message.get("calls", 0)),
             )
         )
-    if "sandbox_id" in message and "duration_ms" in message:
+    # Only a kill carries a sandbox's whole lifetime (and a reason); other sandbox
+    # events with a duration (an exec's) are not cost lines.
+    if {"sandbox_id", "duration_ms", "reason", "role"} <= message.keys():
         return f"sandbox:{message['sandbox_id']}", validate(
             CostLine(
                 account=message.get("metadata", {}).get("account", ""),

@@ -11,7 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_gateway.api import admin, errors, runs
+from benchwright_gateway.api import admin, errors, launch, runs
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.application import GatewayApplication
@@ -58,6 +58,7 @@ class GatewayService:
             return Principal(found.account, tuple(found.scopes)) if found else None
 
         principal = principal_dependency(verify)
+        http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
 

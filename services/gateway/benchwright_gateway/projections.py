@@ -15,14 +15,17 @@ OUTPUT_PREVIEW_CHARS = 200
 
 class RunsProjection(Projection):
     name = "runs"
+    version = 2
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
             "phase TEXT, benchmark_id TEXT, benchmark_name TEXT, subset_id TEXT, "
-            "subset_slug TEXT, impl_id TEXT, model TEXT NOT NULL, metadata TEXT, "
+            "subset_slug TEXT, impl_id TEXT, model TEXT, metadata TEXT, "
             "created_at TEXT, finished_at TEXT, summary TEXT, error_type TEXT, detail TEXT, "
             "selected_tasks INTEGER, last_seq INTEGER NOT NULL DEFAULT 0, "
-            "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT"
+            "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT, "
+            "mode TEXT, request TEXT, driver TEXT, parent_run_id TEXT, trials TEXT, "
+            "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0"
         ),
         "tasks": (
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
@@ -49,21 +52,73 @@ class RunsProjection(Projection):
     ) -> None:
         cur.execute(
             f"INSERT INTO {cur.table('runs')} (run_id, account, status, benchmark_id, "
-            "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at) "
-            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+            "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at, "
+            "mode, request, driver, parent_run_id, trials, limits) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id) DO NOTHING",
             [
                 run_id,
                 d["account"],
+                d.get("benchmark_id"),
+                d.get("benchmark_name"),
+                d.get("subset_id"),
+                d.get("subset_slug"),
+                d.get("impl_id"),
+                json.dumps(d["sut"]) if d.get("sut") else None,
+                json.dumps(d.get("metadata") or {}),
+                m["ts"],
+                d.get("mode", "pinned"),
+                d.get("request"),
+                d.get("driver"),
+                d.get("parent_run_id"),
+                json.dumps(d.get("trials")) if d.get("trials") else None,
+                json.dumps(d.get("limits") or {}),
+            ],
+        )
+
+    def _on_DriverSelected(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET driver = ? WHERE run_id = ?", [d["driver"], run_id]
+        )
+
+    def _on_BenchmarkResolved(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET benchmark_id = ?, benchmark_name = ?, "
+            "subset_id = ?, subset_slug = ?, model = COALESCE(?, model) WHERE run_id = ?",
+            [
                 d["benchmark_id"],
                 d["benchmark_name"],
                 d["subset_id"],
                 d["subset_slug"],
-                d.get("impl_id"),
-                json.dumps(d["sut"]),
-                json.dumps(d.get("metadata") or {}),
-                m["ts"],
+                json.dumps(d["sut"]) if d.get("sut") else None,
+                run_id,
             ],
         )
+
+    def _on_AtomizeArtifact(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET impl_id = ? WHERE run_id = ?", [d["impl_id"], run_id]
+        )
+
+    def _on_HaltCleared(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(
+            f"UPDATE {cur.table('runs')} SET halted = 0, halt_reason = NULL WHERE run_id = ?",
+            [run_id],
+        )
+
+    def _on_RunDeleted(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        cur.execute(f"UPDATE {cur.table('runs')} SET deleted = 1 WHERE run_id = ?", [run_id])
+        cur.execute(f"DELETE FROM {cur.table('tasks')} WHERE run_id = ?", [run_id])
 
     def _on_PhaseStarted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -84,9 +139,11 @@ class RunsProjection(Projection):
     def _on_SetupArtifact(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
     ) -> None:
-        cur.execute(
-            f"UPDATE {cur.table('runs')} SET impl_id = ? WHERE run_id = ?", [d["impl_id"], run_id]
-        )
+        if d.get("impl_id"):
+            cur.execute(
+                f"UPDATE {cur.table('runs')} SET impl_id = ? WHERE run_id = ?",
+                [d["impl_id"], run_id],
+            )
 
     def _on_MaterializeTaskResult(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -157,14 +214,14 @@ class RunsProjection(Projection):
 
 # -- queries ---------------------------------------------------------------------------
 def get_run(cur: ViewCursor, run_id: str) -> dict[str, Any] | None:
-    cur.execute(f"SELECT * FROM {cur.table('runs')} WHERE run_id = ?", [run_id])
+    cur.execute(f"SELECT * FROM {cur.table('runs')} WHERE run_id = ? AND deleted = 0", [run_id])
     return cur.fetchone()
 
 
 def list_runs(
     cur: ViewCursor, account: str, *, limit: int, before: str | None, status: str | None
 ) -> list[dict[str, Any]]:
-    sql = f"SELECT * FROM {cur.table('runs')} WHERE account = ?"
+    sql = f"SELECT * FROM {cur.table('runs')} WHERE account = ? AND deleted = 0"
     params: list[Any] = [account]
     if status:
         sql += " AND status = ?"
@@ -209,6 +266,17 @@ def task_outcomes(cur: ViewCursor, run_id: str) -> list[tuple[str, int]]:
         [run_id, run_id],
     )
     return [(r["outcome"], int(r["duration_ms"] or 0)) for r in cur.fetchall()]
+
+
+def latest_outcomes(cur: ViewCursor, run_id: str) -> dict[int, tuple[str, str]]:
+    """index -> (task_id, outcome) from the run's latest sweep."""
+    cur.execute(
+        f"SELECT idx, task_id, outcome FROM {cur.table('tasks')} WHERE run_id = ? "
+        f"AND outcome IS NOT NULL AND invocation = (SELECT MAX(invocation) FROM "
+        f"{cur.table('tasks')} WHERE run_id = ?)",
+        [run_id, run_id],
+    )
+    return {int(r["idx"]): (r["task_id"], r["outcome"]) for r in cur.fetchall()}
 
 
 def get_task(cur: ViewCursor, run_id: str, invocation: int, index: int) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import Notification, RecordConflictError
 
 from benchwright_orchestrator.domain import Run
+from benchwright_orchestrator.plan import inherited_phases, narrow_selection, selected_indices
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
 from benchwright_shared.relay import RelayedApplication
@@ -37,27 +38,61 @@ class RunsApplication(RelayedApplication):
     snapshotting_intervals = {Run: 2000}
 
     def launch(self, command: LaunchRun) -> tuple[Run, bool]:
-        """Create the run for ``command``; (run, created). A repeat returns the stored run."""
+        """Create the run for ``command``; (run, created). A repeat returns the stored run.
+
+        A replay or fork copies what it inherits from its parent into its own log
+        before anything else happens, so the run reads whole on its own.
+        """
+        existing = self.find_run(command.run_id)
+        if existing is not None:
+            return existing, False
+        parent = self.find_run(command.parent_run_id) if command.parent_run_id else None
+        if parent is not None and parent.account != command.account:
+            parent = None
+        sut = command.sut.model_dump() if command.sut else None
+        trials = command.trials
+        if parent is not None:
+            sut = sut or parent.sut
+            trials = parent.trials  # frozen on the parent: replays reproduce its shape
         run = Run(
             run_id=command.run_id,
             account=command.account,
-            mode="pinned",
-            benchmark_id=command.benchmark_id,
-            benchmark_name=command.benchmark_name,
-            subset_id=command.subset_id,
-            subset_slug=command.subset_slug,
+            mode=command.mode,
+            benchmark_id=command.benchmark_id or (parent.benchmark_id if parent else None),
+            benchmark_name=command.benchmark_name or (parent.benchmark_name if parent else None),
+            subset_id=command.subset_id or (parent.subset_id if parent else None),
+            subset_slug=command.subset_slug or (parent.subset_slug if parent else None),
             impl_id=command.impl_id,
-            sut=command.sut.model_dump(),
+            sut=sut,
             limit=command.limit,
             metadata=command.metadata,
             idempotency_key=command.idempotency_key,
-            trials=command.trials,
+            trials=trials,
+            request=command.request or (parent.request if parent else None),
+            driver=command.driver,
+            limits=command.limits,
+            parent_run_id=command.parent_run_id,
+            replay=command.replay,
+            fork=command.fork,
         )
+        if parent is not None:
+            inherit(run, parent, self._artifact_events(parent.run_id), command)
         try:
             self.save(run)
         except RecordConflictError:
             return self.get_run(command.run_id), False
         return run, True
+
+    def inherit_scorer(self, run: Run) -> None:
+        """A replay's second helping: the parent's Atomize artifacts, after its own Attach."""
+        parent = self.find_run(run.parent_run_id) if run.parent_run_id else None
+        if parent is None or parent.account != run.account:
+            return
+        copy_artifacts(run, parent.run_id, self._artifact_events(parent.run_id), {"atomize"})
+
+    def _artifact_events(self, run_id: str) -> list[RunEvent]:
+        events, _ = self.run_events(run_id, types=sorted(INHERITABLE), limit=100_000)
+        return events
 
     def get_run(self, run_id: str) -> Run:
         run: Run = self.repository.get(Run.create_id(run_id))
@@ -112,6 +147,88 @@ class RunsApplication(RelayedApplication):
                 return found
             found.update(uuid.UUID(str(n.originator_id)) for n in batch)
             start = batch[-1].id
+
+
+# Which phase produced each inheritable event (DatasetTasksArtifact: see ``inherit``).
+INHERITABLE = {
+    "BenchmarkResolved": "find",
+    "FetchArtifact": "fetch",
+    "AnalyzeArtifact": "analyze",
+    "SyntheticSubsetCreated": "analyze",
+    "DatasetTasksArtifact": "fetch",
+    "SetupArtifact": "setup",
+    "ModelProxyArtifact": "attach",
+    "AtomizeArtifact": "atomize",
+    "SnapshotCreated": "",
+}
+
+
+def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -> None:
+    """Copy the parent's artifacts up to the rewind point into ``run``'s log.
+
+    Replay rewinds to Materialize but swaps the model, so it takes everything
+    except the model binding; a fork takes the phases before ``from_phase``.
+    Only the last record of each kind counts (a restarted Atomize wrote several).
+    """
+    if command.mode == "replay":
+        # Atomize's artifacts follow the new ModelProxyArtifact, as they followed the
+        # parent's: a replay of the same model then has the parent's fingerprint.
+        phases = {"find", "fetch", "analyze", "setup"}
+    else:
+        phases = {"find", *inherited_phases(str((command.fork or {}).get("from_phase")))}
+    copy_artifacts(run, parent.run_id, events, phases)
+    replay = command.replay or {}
+    if command.mode == "replay" and (replay.get("indices") is not None or command.limit):
+        narrow(run, replay.get("indices"), command.limit)
+
+
+def copy_artifacts(run: Run, parent_id: str, events: list[RunEvent], phases: set[str]) -> None:
+    """Re-record the parent's artifacts of ``phases`` on ``run``, marked as inherited."""
+    latest: dict[str, RunEvent] = {}
+    for event in events:
+        phase = INHERITABLE[event.type]
+        if event.type == "SnapshotCreated":
+            phase = str(event.data.get("phase"))
+        elif event.type == "DatasetTasksArtifact" and "AnalyzeArtifact" in latest:
+            phase = "analyze"
+        if phase in phases:
+            key = f"{event.type}:{event.data.get('phase', '')}"
+            latest[key] = event
+    for event in sorted(latest.values(), key=lambda e: e.seq):
+        data = {k: v for k, v in event.data.items() if k != "inherited_from"}
+        if event.type == "BenchmarkResolved":
+            continue  # the identity is already on RunLaunched
+        method = getattr(run, _APPLY[event.type])
+        method(**data, inherited_from=parent_id)
+
+
+def narrow(run: Run, indices: list[int] | None, limit: int | None) -> None:
+    """A replay slice: the parent's selection cut to ``indices`` and ``limit``."""
+    total = int(run.dataset.get("total_tasks") or 0)
+    selection = narrow_selection(run.selection or {"kind": "all"}, total, indices)
+    if limit:
+        chosen = selected_indices(selection, total)[:limit]
+        selection = {"kind": "indices", "indices": chosen, "reason": "replay slice"}
+    run.dataset_tasks(
+        benchmark_id=run.benchmark_id or "",
+        subset_id=run.subset_id or "",
+        total_tasks=total,
+        selected_tasks=len(selected_indices(selection, total)),
+        content_sha256=str(run.dataset.get("content_sha256") or ""),
+        selection=selection,
+    )
+
+
+_APPLY = {
+    "FetchArtifact": "fetch_done",
+    "AnalyzeArtifact": "analyze_done",
+    "SyntheticSubsetCreated": "synthetic_subset",
+    "DatasetTasksArtifact": "dataset_tasks",
+    "SetupArtifact": "setup_done",
+    "ModelProxyArtifact": "model_proxy",
+    "AtomizeArtifact": "atomize_done",
+    "SnapshotCreated": "snapshot_created",
+}
 
 
 def translate_notification(app: Application[Any], notification: Notification) -> tuple[str, bytes]:

@@ -10,7 +10,8 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
-from benchwright_shared.fingerprint import run_fingerprint
+from benchwright_orchestrator.plan import MAX_RESTARTS, SNAPSHOT_PHASES, is_resumable_halt
+from benchwright_shared.fingerprint import load_bearing, run_fingerprint
 from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
 
 __all__ = [
@@ -45,26 +46,52 @@ class Run(Aggregate):
         run_id: str,
         account: str,
         mode: str,
-        benchmark_id: str,
-        benchmark_name: str,
-        subset_id: str,
-        subset_slug: str,
+        benchmark_id: str | None,
+        benchmark_name: str | None,
+        subset_id: str | None,
+        subset_slug: str | None,
         impl_id: str | None,
-        sut: dict[str, Any],
+        sut: dict[str, Any] | None,
         limit: int | None,
         metadata: dict[str, Any],
         idempotency_key: str | None,
         trials: dict[str, Any] | None = None,
+        request: str | None = None,
+        driver: str | None = None,
+        limits: dict[str, Any] | None = None,
+        parent_run_id: str | None = None,
+        replay: dict[str, Any] | None = None,
+        fork: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
         self.trials = trials or dict(DEFAULT_TRIALS)
         self.account = account
         self.mode = mode
         self.benchmark_id = benchmark_id
+        self.benchmark_name = benchmark_name
         self.subset_id = subset_id
+        self.subset_slug = subset_slug
         self.impl_id = impl_id
         self.sut = sut
         self.limit = limit
+        self.request = request
+        self.driver = driver
+        self.limits = limits or {}
+        self.parent_run_id = parent_run_id
+        self.replay = replay
+        self.fork = fork
+        self.plan: list[str] = []
+        # Everything later phases (and resumes, replays, forks) rebuild their state from.
+        self.scope: dict[str, Any] = {"kind": "all"}
+        self.dataset: dict[str, Any] = {}
+        self.selection: dict[str, Any] | None = None
+        self.analysis: dict[str, Any] | None = None
+        self.scorer: dict[str, Any] | None = None  # impl_id, impl_sha256, code
+        self.snapshots: dict[str, str] = {}  # phase -> snapshot id
+        self.guidance: list[str] = [fork["description"]] if fork else []
+        self.restarts = 0
+        self.started_phases: list[str] = []
+        self.deleted = False
         self.status = "running"
         self.halted = False
         self.halt_reason: str | None = None
@@ -92,7 +119,30 @@ class Run(Aggregate):
 
     @event("PipelineStarted")
     def _pipeline_started(self, phases: list[str]) -> None:
-        pass
+        self.plan = list(phases)
+
+    @event("DriverSelected")
+    def driver_selected(self, driver: str, model: str | None, note: str | None) -> None:
+        self.driver = driver
+
+    @event("BenchmarkResolved")
+    def benchmark_resolved(
+        self,
+        benchmark_id: str,
+        benchmark_name: str,
+        subset_id: str,
+        subset_slug: str,
+        scope: dict[str, Any],
+        sut: dict[str, Any] | None,
+        notes: list[str],
+    ) -> None:
+        self.benchmark_id = benchmark_id
+        self.benchmark_name = benchmark_name
+        self.subset_id = subset_id
+        self.subset_slug = subset_slug
+        self.scope = scope
+        if sut is not None:
+            self.sut = sut
 
     def start_phase(self, phase: str) -> int:
         """Start ``phase``; returns its 1-based invocation number in this run."""
@@ -103,6 +153,7 @@ class Run(Aggregate):
     @event("PhaseStarted")
     def _phase_started(self, phase: str) -> None:
         self.current_phase = phase
+        self.started_phases.append(phase)
         self.invocations[phase] = self.invocations.get(phase, 0) + 1
         if phase == "materialize":
             self.trial_results = {}
@@ -126,6 +177,33 @@ class Run(Aggregate):
     def fail_phase(self, phase: str, error_type: str, detail: str, stack_trace: str | None) -> None:
         self.current_phase = None
 
+    def restart_phase(self, phase: str, reason: str) -> bool:
+        """Ask for ``phase`` to run again; False past the restart cap (the caller parks the run)."""
+        self._check_open()
+        if self.restarts >= MAX_RESTARTS:
+            return False
+        self._phase_restarted(phase=phase, reason=reason, restarts=self.restarts + 1)
+        return True
+
+    @event("PhaseRestarted")
+    def _phase_restarted(self, phase: str, reason: str, restarts: int) -> None:
+        self.restarts = restarts
+        if self.current_phase == phase:
+            self.current_phase = None
+
+    # -- the Driver's traffic ------------------------------------------------------
+    @event("AgentTextEvent")
+    def agent_text(self, phase: str, text: str) -> None:
+        pass
+
+    @event("ToolCallEvent")
+    def tool_call(self, phase: str, call_id: str, tool: str, arguments: dict[str, Any]) -> None:
+        pass
+
+    @event("ToolResultEvent")
+    def tool_result(self, phase: str, call_id: str, tool: str, result: str, is_error: bool) -> None:
+        pass
+
     @event("PipelineFinished")
     def finish(
         self,
@@ -144,6 +222,10 @@ class Run(Aggregate):
             return None
         return run_fingerprint((t, d) for t, d in self.artifacts)[0]
 
+    def artifact_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """Load-bearing parts of the artifacts on record, in order."""
+        return [(str(t), {k: v for k, v in d.items() if k != "type"}) for t, d in self.artifacts]
+
     def halt(self, halt_reason: str) -> None:
         """Flag the run halted; a flag beside the status, not a status of its own."""
         self._check_open()
@@ -154,6 +236,27 @@ class Run(Aggregate):
     def _halted(self, halt_reason: str) -> None:
         self.halted = True
         self.halt_reason = halt_reason
+
+    @property
+    def waiting(self) -> bool:
+        """Parked for a person (review, pause, restart cap), not finished."""
+        return self.halted and is_resumable_halt(self.halt_reason) and self.status == "running"
+
+    def clear_halt(self, resolution: str | None, cleared_by: str) -> None:
+        """Un-park a waiting run; ``resolution`` becomes guidance for the Driver."""
+        self._check_open()
+        if not self.waiting:
+            raise RunError(f"run {self.run_id} is not waiting")
+        self._halt_cleared(resolution=resolution, cleared_by=cleared_by, was=self.halt_reason)
+
+    @event("HaltCleared")
+    def _halt_cleared(self, resolution: str | None, cleared_by: str, was: str | None) -> None:
+        self.halted = False
+        self.halt_reason = None
+        if resolution:
+            self.guidance.append(resolution)
+        # A person looked at it: the Driver gets a fresh restart budget.
+        self.restarts = 0
 
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")
@@ -173,6 +276,62 @@ class Run(Aggregate):
         self.open_sandboxes.pop(sandbox_id, None)
 
     # -- artifacts ----------------------------------------------------------------
+    # Each takes ``inherited_from``: a replay or fork copies its parent's artifacts
+    # into its own log under the same type, so its fingerprint covers them alike.
+    def _artifact(self, event_type: str, data: dict[str, Any]) -> None:
+        self.artifacts.append([event_type, load_bearing(event_type, data)])
+
+    @event("FetchArtifact")
+    def fetch_done(
+        self,
+        source: str,
+        content_sha256: str,
+        total_tasks: int,
+        bucket: str | None,
+        object_name: str | None,
+        inherited_from: str | None = None,
+    ) -> None:
+        self.dataset = {
+            "source": source,
+            "content_sha256": content_sha256,
+            "total_tasks": total_tasks,
+            "bucket": bucket,
+            "object_name": object_name,
+        }
+        self._artifact("FetchArtifact", {"source": source, "content_sha256": content_sha256})
+
+    @event("AnalyzeArtifact")
+    def analyze_done(
+        self,
+        kind: str,
+        schema: dict[str, Any],
+        schema_sha256: str,
+        subsets: list[str],
+        fields: dict[str, Any],
+        candidates: list[str],
+        evidence: list[str],
+        inherited_from: str | None = None,
+    ) -> None:
+        self.analysis = {
+            "kind": kind,
+            "schema": schema,
+            "fields": fields,
+            "candidates": candidates,
+            "evidence": evidence,
+        }
+        self._artifact("AnalyzeArtifact", {"schema_sha256": schema_sha256, "subsets": subsets})
+
+    @event("SyntheticSubsetCreated")
+    def synthetic_subset(
+        self,
+        subset_id: str,
+        parent_subset_id: str,
+        selection: dict[str, Any],
+        task_count: int,
+        inherited_from: str | None = None,
+    ) -> None:
+        pass
+
     @event("DatasetTasksArtifact")
     def dataset_tasks(
         self,
@@ -182,33 +341,81 @@ class Run(Aggregate):
         selected_tasks: int,
         content_sha256: str,
         selection: dict[str, Any],
+        inherited_from: str | None = None,
     ) -> None:
         self.selected_tasks = selected_tasks
-        self.artifacts.append(
-            [
-                "DatasetTasksArtifact",
-                {
-                    "benchmark_id": benchmark_id,
-                    "subset_id": subset_id,
-                    "content_sha256": content_sha256,
-                    "selection": selection,
-                },
-            ]
+        self.selection = selection
+        self.dataset.setdefault("total_tasks", total_tasks)
+        self.dataset.setdefault("content_sha256", content_sha256)
+        self.benchmark_id, self.subset_id = benchmark_id, subset_id
+        self._artifact(
+            "DatasetTasksArtifact",
+            {
+                "benchmark_id": benchmark_id,
+                "subset_id": subset_id,
+                "content_sha256": content_sha256,
+                "selection": selection,
+            },
         )
 
     @event("SetupArtifact")
-    def setup_done(self, impl_id: str, impl_sha256: str) -> None:
+    def setup_done(
+        self,
+        impl_id: str | None,
+        impl_sha256: str | None,
+        code: str | None = None,
+        inherited_from: str | None = None,
+    ) -> None:
+        if impl_id is not None:
+            self.impl_id = impl_id
+            self.scorer = {"impl_id": impl_id, "impl_sha256": impl_sha256, "code": code}
+        self._artifact("SetupArtifact", {"impl_id": impl_id, "impl_sha256": impl_sha256})
+
+    @event("AtomizeArtifact")
+    def atomize_done(
+        self,
+        impl_id: str,
+        impl_sha256: str,
+        invocation: int,
+        kind: str,
+        code: str,
+        check: dict[str, Any],
+        guidance: list[str],
+        inherited_from: str | None = None,
+    ) -> None:
         self.impl_id = impl_id
-        self.artifacts.append(["SetupArtifact", {"impl_id": impl_id, "impl_sha256": impl_sha256}])
+        self.scorer = {"impl_id": impl_id, "impl_sha256": impl_sha256, "code": code}
+        self._artifact("AtomizeArtifact", {"impl_id": impl_id})
 
     @event("ModelProxyArtifact")
-    def model_proxy(self, model_id: str, litellm_config_yaml: str, proxy_url: str | None) -> None:
-        self.artifacts.append(
-            [
-                "ModelProxyArtifact",
-                {"model_id": model_id, "litellm_config_yaml": litellm_config_yaml},
-            ]
+    def model_proxy(
+        self,
+        model_id: str,
+        litellm_config_yaml: str,
+        proxy_url: str | None,
+        inherited_from: str | None = None,
+    ) -> None:
+        self._artifact(
+            "ModelProxyArtifact", {"model_id": model_id, "litellm_config_yaml": litellm_config_yaml}
         )
+
+    @event("SnapshotCreated")
+    def snapshot_created(
+        self,
+        phase: str,
+        snapshot_id: str,
+        sandbox_id: str | None,
+        size_bytes: int,
+        inherited_from: str | None = None,
+    ) -> None:
+        self.snapshots[phase] = snapshot_id
+
+    def latest_snapshot(self) -> str | None:
+        """The snapshot of the furthest phase on record: what a new work sandbox restores."""
+        for phase in reversed(SNAPSHOT_PHASES):
+            if phase in self.snapshots:
+                return self.snapshots[phase]
+        return None
 
     # -- results ------------------------------------------------------------------
     @event("MaterializeTaskResult")
@@ -245,6 +452,14 @@ class Run(Aggregate):
     ) -> None:
         if invocation == self.invocations.get("materialize"):
             self.aggregated[str(index)] = outcome
+
+    def delete(self, deleted_by: str) -> None:
+        if not self.deleted:
+            self._deleted(deleted_by=deleted_by)
+
+    @event("RunDeleted")
+    def _deleted(self, deleted_by: str) -> None:
+        self.deleted = True
 
     @event("ReportFile")
     def report_file(self, name: str, media_type: str, content: str, sha256: str) -> None:

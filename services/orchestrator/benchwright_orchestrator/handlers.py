@@ -11,14 +11,18 @@ from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber, event_listener
 from benchwright_shared.contracts import (
     Contract,
+    DeleteRun,
     GetRunEvents,
     HaltRun,
     LaunchRun,
     ModelAttached,
+    ResolveRunHalt,
     RunEventsPage,
     SandboxCommandFailed,
     SandboxCreated,
+    SandboxExecFinished,
     SandboxKilled,
+    SandboxSnapshotted,
     SandboxTaskResults,
     SandboxTasksFinished,
 )
@@ -30,6 +34,8 @@ REPLY_TYPES: tuple[type[Contract], ...] = (
     SandboxCommandFailed,
     SandboxTaskResults,
     SandboxTasksFinished,
+    SandboxExecFinished,
+    SandboxSnapshotted,
     ModelAttached,
 )
 
@@ -49,7 +55,19 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
     )
     async def halt_run(command: HaltRun) -> None:
         # Every orchestrator process hears a halt; the one driving the run acts.
-        orchestrator.halt(command)
+        await orchestrator.halt(command)
+
+    @command_subscriber(
+        router, subjects.RESOLVE_RUN_HALT, service="orchestrator", max_deliver=max_deliver
+    )
+    async def resolve_halt(command: ResolveRunHalt) -> None:
+        await orchestrator.resolve_halt(command)
+
+    @command_subscriber(
+        router, subjects.DELETE_RUN, service="orchestrator", max_deliver=max_deliver
+    )
+    async def delete_run(command: DeleteRun) -> None:
+        await orchestrator.delete(command)
 
     for reply_type in REPLY_TYPES:
         _listen_for_replies(router, orchestrator, reply_type)

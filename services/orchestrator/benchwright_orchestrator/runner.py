@@ -6,10 +6,19 @@ import logging
 from faststream.nats import NatsBroker
 
 from benchwright_orchestrator.application import RunsApplication
-from benchwright_orchestrator.domain import Run
+from benchwright_orchestrator.domain import Run, RunError
+from benchwright_orchestrator.driver.select import select_driver
 from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.replies import Replies
-from benchwright_shared.contracts import GetRunEvents, HaltRun, LaunchRun, RunEventsPage
+from benchwright_shared.contracts import (
+    DeleteRun,
+    GetRunEvents,
+    HaltRun,
+    LaunchRun,
+    Problem,
+    ResolveRunHalt,
+    RunEventsPage,
+)
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -55,18 +64,75 @@ class Orchestrator:
             replies=self.replies,
             settings=self.settings,
         )
-        pipeline = RunPipeline(deps, run)
+        pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings))
         task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")
         self._pipelines[run.run_id] = pipeline
         self._tasks.add(task)
         task.add_done_callback(self._finished)
         task.add_done_callback(lambda _: self._pipelines.pop(run.run_id, None))
 
-    def halt(self, command: HaltRun) -> None:
-        """Halt the run if this process drives it; another process may."""
+    async def halt(self, command: HaltRun) -> None:
+        """Halt the run if this process drives it; another process may.
+
+        A run parked waiting for a person has no pipeline anywhere: the
+        process that receives the halt first closes it.
+        """
+        pipeline = self._pipelines.get(command.run_id)
+        if pipeline is not None and not pipeline.parked:
+            if pipeline.run.account == command.account:
+                pipeline.request_halt(command.halt_reason)
+            return
+        await self._settled(command.run_id)
+        run = await self.store.run(self.app.find_run, command.run_id)
+        if run is None or run.account != command.account or not run.waiting:
+            return
+        run.finish(
+            status="error",
+            duration_ms=0,
+            summary={},
+            error_type="halted",
+            detail=command.halt_reason,
+            fingerprint=run.fingerprint(),
+        )
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
+
+    async def resolve_halt(self, command: ResolveRunHalt) -> None:
+        """A person answered: clear the halt and carry the run on from its log."""
+        await self._settled(command.run_id)
+        run = await self.store.run(self.app.find_run, command.run_id)
+        if run is None or run.account != command.account or command.run_id in self._pipelines:
+            return
+        try:
+            run.clear_halt(command.resolution, cleared_by=command.action)
+        except RunError:
+            return  # not waiting (any more): a repeated command
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
+        self._spawn(run, resume=True)
+
+    async def _settled(self, run_id: str, timeout: float = 30.0) -> None:
+        """Wait for a parking pipeline to finish releasing what it held."""
+        pipeline = self._pipelines.get(run_id)
+        for _ in range(int(timeout / 0.05)):
+            if pipeline is None or not pipeline.parked or run_id not in self._pipelines:
+                return
+            await asyncio.sleep(0.05)
+
+    async def delete(self, command: DeleteRun) -> None:
         pipeline = self._pipelines.get(command.run_id)
         if pipeline is not None and pipeline.run.account == command.account:
-            pipeline.request_halt(command.halt_reason)
+            pipeline.request_halt("operator_kill: deleted")
+            for _ in range(600):
+                if command.run_id not in self._pipelines:
+                    break
+                await asyncio.sleep(0.05)
+        run = await self.store.run(self.app.find_run, command.run_id)
+        if run is None or run.account != command.account:
+            return
+        run.delete(deleted_by=command.account)
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -74,6 +140,11 @@ class Orchestrator:
             log.error("pipeline crashed", exc_info=task.exception())
 
     async def run_events(self, query: GetRunEvents) -> RunEventsPage:
+        run = await self.store.run(self.app.find_run, query.run_id)
+        if run is not None and run.deleted:
+            return RunEventsPage(
+                problem=Problem(status=404, title="run not found", detail="the run was deleted")
+            )
         events, has_more = await self.store.run(
             lambda: self.app.run_events(
                 query.run_id, after_seq=query.after_seq, types=query.types, limit=query.limit
@@ -82,15 +153,20 @@ class Orchestrator:
         return RunEventsPage(events=events, has_more=has_more)
 
     async def close_interrupted_runs(self) -> None:
-        """Carry on the runs a previous process left mid-pipeline, or close them.
+        """Carry on the runs a previous process left mid-pipeline.
 
-        A run interrupted in Materialize or Report resumes where its log ends:
-        finished tasks and trials are never sent to the model again. A run
-        interrupted earlier is closed as ``error: interrupted``; its log stays
-        intact and says what happened.
+        A run resumes where its log ends: its interrupted phase runs again (for
+        Materialize, only the tasks and trials without a result), and the phases
+        before it are rebuilt from their artifacts. A run parked for a person
+        stays parked. A run caught mid-halt is closed; its log says what happened.
         """
         for run_id in await self.store.run(self.app.unfinished_run_ids):
             run = await self.store.run(self.app.get_run, run_id)
+            if run.waiting:
+                continue
+            if not run.plan and not run.halted and not run.deleted:
+                self._spawn(run)  # launched, but the pipeline never began
+                continue
             if resumable(run):
                 log.warning("resuming run %s in %s", run_id, run.current_phase)
                 self._spawn(run, resume=True)
@@ -116,7 +192,5 @@ class Orchestrator:
 
 
 def resumable(run: Run) -> bool:
-    """Whether everything before the interrupted phase is on record."""
-    if run.halted or run.current_phase not in ("materialize", "report"):
-        return False
-    return {"fetch", "setup", "attach"} <= set(run.completed_phases)
+    """Whether the run can carry on: not being halted, and its plan on record."""
+    return not run.halted and bool(run.plan) and not run.deleted

@@ -16,9 +16,11 @@ from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.contracts import (
     BenchmarkResolution,
+    CatalogListing,
     GetImpl,
     GetSubsetRows,
     ImplCode,
+    ListCatalog,
     ResolveBenchmark,
     SubsetRows,
 )
@@ -60,6 +62,10 @@ class RegistryService:
         @router.subscriber(subjects.GET_IMPL, queue=self.name)
         async def impl(query: GetImpl) -> ImplCode:
             return (await ready()).impl(query)
+
+        @router.subscriber(subjects.LIST_CATALOG, queue=self.name)
+        async def list_catalog(query: ListCatalog) -> CatalogListing:
+            return (await ready()).list_catalog(query)
 
     async def start(self, broker: NatsBroker) -> None:
         self.views.broker = broker

@@ -27,10 +27,18 @@ class Subset:
     task_count: int
     content_sha256: str
     impls: tuple[Impl, ...]
+    # Distinct values of the rows' top-level "category", in row order.
+    categories: tuple[str, ...] = ()
 
     @property
     def object_name(self) -> str:
         return f"{self.subset_id}.jsonl"
+
+    @property
+    def official_impl(self) -> Impl | None:
+        """The latest official impl: the one a launch runs unless it names another."""
+        official = [i for i in self.impls if i.official]
+        return official[-1] if official else None
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,7 @@ class Benchmark:
     tags: tuple[str, ...]
     source: str
     subsets: tuple[Subset, ...] = field(default=())
+    aliases: tuple[str, ...] = ()
 
 
 class ResolutionError(Exception):
@@ -57,6 +66,16 @@ def rows_to_jsonl(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
 
 
+def row_categories(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The distinct string values of the rows' top-level ``category``, first seen first."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        category = row.get("category")
+        if isinstance(category, str):
+            seen.setdefault(category)
+    return tuple(seen)
+
+
 def make_subset(
     benchmark_id: str,
     slug: str,
@@ -64,7 +83,11 @@ def make_subset(
     rows: list[dict[str, Any]],
     scorers: list[tuple[str, str]],
 ) -> Subset:
-    """A subset whose id is a hash of its tasks: same rows, same id, anywhere."""
+    """A subset whose id is a hash of its tasks: same rows, same id, anywhere.
+
+    ``scorers`` holds (label, code) of its official impls; it may be empty, for a
+    subset a Driver must write the scorer of.
+    """
     jsonl = rows_to_jsonl(rows)
     impls = tuple(
         Impl(
@@ -81,11 +104,17 @@ def make_subset(
         task_count=len(rows),
         content_sha256=sha256_hex(jsonl),
         impls=impls,
+        categories=row_categories(rows),
     )
 
 
 def make_benchmark(
-    name: str, description: str, category: str, tags: tuple[str, ...], source: str
+    name: str,
+    description: str,
+    category: str,
+    tags: tuple[str, ...],
+    source: str,
+    aliases: tuple[str, ...] = (),
 ) -> Benchmark:
     return Benchmark(
         benchmark_id=benchmark_id_for(name),
@@ -94,7 +123,12 @@ def make_benchmark(
         category=category,
         tags=tags,
         source=source,
+        aliases=aliases,
     )
+
+
+def _name_key(name: str) -> str:
+    return name.strip().lower()
 
 
 class Catalog:
@@ -102,15 +136,21 @@ class Catalog:
 
     def __init__(self, benchmarks: list[Benchmark]) -> None:
         self.benchmarks = {b.benchmark_id: b for b in benchmarks}
-        self._by_name = {b.name.lower(): b for b in benchmarks}
+        # Names and aliases, case-insensitively; one name may not mean two benchmarks.
+        self._by_name: dict[str, Benchmark] = {}
+        for b in benchmarks:
+            for key in {_name_key(n) for n in (b.name, *b.aliases)}:
+                other = self._by_name.setdefault(key, b)
+                if other is not b:
+                    raise ValueError(f"{key!r} names both {other.name} and {b.name}")
         self.subsets = {s.subset_id: s for b in benchmarks for s in b.subsets}
         self.impls = {i.impl_id: i for s in self.subsets.values() for i in s.impls}
 
     def resolve(
         self, benchmark: str, subset: str | None = None, impl: str | None = None
     ) -> tuple[Benchmark, Subset, Impl | None]:
-        """Catalog id first, then exact (case-insensitive) name."""
-        found = self.benchmarks.get(benchmark) or self._by_name.get(benchmark.strip().lower())
+        """Catalog id first, then exact (case-insensitive) name or alias."""
+        found = self.benchmarks.get(benchmark) or self._by_name.get(_name_key(benchmark))
         if found is None:
             raise ResolutionError(
                 404,
@@ -132,8 +172,7 @@ class Catalog:
                     "subset",
                 )
             chosen = matches[0]
-        official = [i for i in chosen.impls if i.official]
-        picked = official[-1] if official else None
+        picked = chosen.official_impl
         if impl is not None and impl != "latest:official":
             matching = [i for i in chosen.impls if i.impl_id == impl]
             if not matching:

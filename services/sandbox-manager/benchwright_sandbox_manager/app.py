@@ -40,7 +40,9 @@ class SandboxManagerService:
     async def stop(self) -> None:
         await self.manager.stop()
         await self.relay.stop()
-        self.app.close()
+        # A cancelled caller's store call may still be running on the store thread:
+        # closing the database under it crashes SQLite, so close it on that thread.
+        await self.store.run(self.app.close)
         self.store.close()
 
 

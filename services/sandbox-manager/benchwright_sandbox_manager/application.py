@@ -8,18 +8,30 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import Notification
 
 from benchwright_sandbox_manager.domain import Sandbox
-from benchwright_shared.contracts import SandboxCreated, SandboxKilled
+from benchwright_shared.contracts import SandboxCreated, SandboxKilled, SandboxSnapshotted
 from benchwright_shared.relay import RelayedApplication
 
 
 class SandboxesApplication(RelayedApplication):
     name = "sandbox_manager"
 
+    @staticmethod
+    def new_sandbox_id() -> str:
+        return f"sbx_{uuid.uuid4()}"
+
     def create(
-        self, *, command_id: str, run_id: str, role: str, backend: str, metadata: dict[str, Any]
+        self,
+        *,
+        sandbox_id: str,
+        command_id: str,
+        run_id: str,
+        role: str,
+        backend: str,
+        metadata: dict[str, Any],
     ) -> Sandbox:
+        """Record a sandbox that is ready: its ``Created`` event, relayed, is the reply."""
         sandbox = Sandbox(
-            sandbox_id=f"sbx_{uuid.uuid4()}",
+            sandbox_id=sandbox_id,
             command_id=command_id,
             run_id=run_id,
             role=role,
@@ -36,6 +48,16 @@ class SandboxesApplication(RelayedApplication):
             return None
         return sandbox
 
+    def record_snapshot(
+        self, sandbox_id: str, *, command_id: str, snapshot_id: str, size_bytes: int, label: str
+    ) -> bool:
+        """Record a snapshot of the sandbox; False when this command already recorded it."""
+        sandbox: Sandbox = self.repository.get(Sandbox.create_id(sandbox_id))
+        if not sandbox.snapshot(command_id, snapshot_id, size_bytes, label):
+            return False
+        self.save(sandbox)
+        return True
+
     def kill(self, sandbox_id: str, *, command_id: str, reason: str, rate: int) -> Sandbox:
         sandbox: Sandbox = self.repository.get(Sandbox.create_id(sandbox_id))
         sandbox.kill(command_id, reason, datetime.now(UTC), rate)
@@ -47,6 +69,16 @@ def translate_notification(app: Application[Any], notification: Notification) ->
     """Relay translator: private Sandbox events -> integration events."""
     event = app.mapper.to_domain_event(notification)
     sandbox: Sandbox = app.repository.get(event.originator_id, version=event.originator_version)
+    kind = type(event).__name__
+    if kind == "Snapshotted":
+        snapshotted = SandboxSnapshotted(
+            command_id=event.command_id,  # type: ignore[attr-defined]
+            run_id=sandbox.run_id,
+            sandbox_id=sandbox.sandbox_id,
+            snapshot_id=event.snapshot_id,  # type: ignore[attr-defined]
+            size_bytes=event.size_bytes,  # type: ignore[attr-defined]
+        )
+        return snapshotted.subject, snapshotted.to_bytes()
     common = {
         "command_id": event.command_id,  # type: ignore[attr-defined]
         "run_id": sandbox.run_id,
@@ -55,7 +87,7 @@ def translate_notification(app: Application[Any], notification: Notification) ->
         "backend": sandbox.backend,
         "metadata": sandbox.metadata,
     }
-    if type(event).__name__ == "Created":
+    if kind == "Created":
         contract: SandboxCreated | SandboxKilled = SandboxCreated(
             **common,
             created_at=event.timestamp,  # type: ignore[attr-defined]

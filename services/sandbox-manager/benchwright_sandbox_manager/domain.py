@@ -1,4 +1,4 @@
-"""The Sandbox aggregate: one sandbox's life, from creation to kill."""
+"""The Sandbox aggregate: one sandbox's life, from creation through snapshots to kill."""
 
 import uuid
 from datetime import datetime
@@ -36,6 +36,23 @@ class Sandbox(Aggregate):
         self.backend = backend
         self.metadata = metadata
         self.killed = False
+        # command id -> snapshot id, so a repeated SnapshotSandbox records nothing new.
+        self.snapshots: dict[str, str] = {}
+
+    def snapshot(self, command_id: str, snapshot_id: str, size_bytes: int, label: str) -> bool:
+        """Record a snapshot taken of this sandbox; False if this command already did."""
+        if self.killed:
+            raise SandboxAlreadyKilledError(self.sandbox_id)
+        if command_id in self.snapshots:
+            return False
+        self._snapshotted(
+            command_id=command_id, snapshot_id=snapshot_id, size_bytes=size_bytes, label=label
+        )
+        return True
+
+    @event("Snapshotted")
+    def _snapshotted(self, command_id: str, snapshot_id: str, size_bytes: int, label: str) -> None:
+        self.snapshots[command_id] = snapshot_id
 
     def kill(self, command_id: str, reason: str, now: datetime, rate_micros_per_s: int) -> None:
         if self.killed:

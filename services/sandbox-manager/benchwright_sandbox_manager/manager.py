@@ -1,37 +1,45 @@
-"""Carries out sandbox commands on a backend and reports what happened."""
+"""Carries out sandbox commands on a backend and reports what happened.
+
+Creating, snapshotting and killing happen inside the handler (a failure is
+redelivered); a sweep (``sweep.py``) and an exec (``execution.py``) can outlast
+the consumer's ack wait, so they run in the background and always answer.
+"""
 
 import asyncio
-import json
 import logging
-import time
+from collections.abc import Coroutine
+from typing import Any
 
 from faststream.nats import NatsBroker
 
 from benchwright_sandbox_manager.application import SandboxesApplication
 from benchwright_sandbox_manager.backends import get_backend
-from benchwright_sandbox_manager.ports import BackendError, SandboxBackend
+from benchwright_sandbox_manager.domain import Sandbox, SandboxAlreadyKilledError
+from benchwright_sandbox_manager.execution import run_exec
+from benchwright_sandbox_manager.ports import (
+    BackendError,
+    SandboxBackend,
+    UnsafePathError,
+    safe_relative_path,
+)
 from benchwright_sandbox_manager.runtime import runtime_files
+from benchwright_sandbox_manager.snapshots import SnapshotNotFoundError, SnapshotStore
+from benchwright_sandbox_manager.sweep import sweep
 from benchwright_shared.bus import jetstream, publish_event
 from benchwright_shared.contracts import (
     CreateSandbox,
+    ExecInSandbox,
     KillSandbox,
     RunTasks,
     SandboxCommandFailed,
-    SandboxTaskResults,
-    SandboxTasksFinished,
-    TaskOutcome,
+    SandboxFile,
+    SnapshotSandbox,
 )
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
-
-# Results are published in batches: by count, or after a short wait.
-BATCH_MAX = 200
-BATCH_WAIT_S = 0.25
-# NATS's default message cap is 1 MB; stay well under it whatever the outputs weigh.
-BATCH_MAX_BYTES = 512 * 1024
 
 
 class SandboxManager:
@@ -42,7 +50,9 @@ class SandboxManager:
         self.app = app
         self.store = store
         self.relay = relay
-        self.root = settings.service_dir("sandbox-manager") / "sandboxes"
+        service_dir = settings.service_dir("sandbox-manager")
+        self.root = service_dir / "sandboxes"
+        self.snapshots = SnapshotStore(service_dir / "snapshots")
         self._backends: dict[str, SandboxBackend] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self.broker: NatsBroker | None = None
@@ -52,147 +62,152 @@ class SandboxManager:
             self._backends[name] = get_backend(name, self.root / name)
         return self._backends[name]
 
-    async def _fail(self, command_id: str, run_id: str, error_type: str, detail: str) -> None:
-        assert self.broker is not None
+    def bus(self) -> NatsBroker:
+        assert self.broker is not None, "the service has not been started"
+        return self.broker
+
+    async def fail(self, command_id: str, run_id: str, error_type: str, detail: str) -> None:
+        """Answer a command with ``SandboxCommandFailed``."""
         event = SandboxCommandFailed(
             command_id=command_id, run_id=run_id, error_type=error_type, detail=detail
         )
-        await publish_event(self.broker, event, msg_id=f"{command_id}:failed")
+        await publish_event(self.bus(), event, msg_id=f"{command_id}:failed")
+
+    async def live_sandbox(self, command_id: str, run_id: str, sandbox_id: str) -> Sandbox | None:
+        """The sandbox a command names, or None once the command has been failed."""
+        sandbox = await self.store.run(self.app.get, sandbox_id)
+        if sandbox is None:
+            await self.fail(command_id, run_id, "no_sandbox", f"no sandbox {sandbox_id!r}")
+            return None
+        if sandbox.killed:
+            await self.fail(command_id, run_id, "sandbox_killed", f"{sandbox_id} was killed")
+            return None
+        return sandbox
+
+    async def file_content(self, file: SandboxFile) -> bytes:
+        """A file's bytes: inline text, or a blob copied from the object store."""
+        if file.content is not None:
+            return file.content.encode()
+        if file.bucket and file.object_name:
+            store = await jetstream(self.bus()).object_store(file.bucket)
+            result = await store.get(file.object_name)
+            return bytes(result.data or b"")
+        raise BackendError(f"file {file.path!r} has neither content nor an object reference")
+
+    def _background(self, command_id: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the handler; a redelivered command still going is dropped."""
+        if command_id in self._running:
+            work.close()
+            return
+        task = asyncio.create_task(work, name=f"command-{command_id}")
+        self._running[command_id] = task
+        task.add_done_callback(lambda _: self._running.pop(command_id, None))
 
     # -- create -----------------------------------------------------------------
     async def create(self, command: CreateSandbox) -> None:
+        ids = (command.command_id, command.run_id)
         try:
             backend = self.backend(command.backend)
         except KeyError as exc:
-            await self._fail(command.command_id, command.run_id, "unknown_backend", str(exc))
+            await self.fail(*ids, "unknown_backend", str(exc))
+            return
+        # Refuse what cannot work before a sandbox exists to be cleaned up.
+        try:
+            for file in command.files:
+                safe_relative_path(file.path)
+            archive = self.snapshots.path(command.from_snapshot) if command.from_snapshot else None
+        except UnsafePathError as exc:
+            await self.fail(*ids, "unsafe_path", str(exc))
+            return
+        except SnapshotNotFoundError as exc:
+            await self.fail(*ids, "snapshot_not_found", str(exc))
             return
         metadata = {
             "benchwright_role": command.role,
             "run_id": command.run_id,
             "account": command.account,
         }
-        sandbox = await self.store.run(
-            lambda: self.app.create(
-                command_id=command.command_id,
-                run_id=command.run_id,
-                role=command.role,
-                backend=backend.name,
-                metadata=metadata,
-            )
-        )
+        if command.from_snapshot:
+            metadata["from_snapshot"] = command.from_snapshot
+        sandbox_id = self.app.new_sandbox_id()
         try:
-            await backend.create(sandbox.sandbox_id)
+            await backend.create(sandbox_id)
+            if archive is not None:
+                await backend.restore(sandbox_id, archive)
+            # The runtime is always this service's own, whatever a snapshot held.
             for name, text in runtime_files().items():
-                await backend.put_file(sandbox.sandbox_id, name, text.encode())
+                await backend.put_file(sandbox_id, name, text.encode())
             for file in command.files:
-                await backend.put_file(sandbox.sandbox_id, file.path, await self._content(file))
+                await backend.put_file(sandbox_id, file.path, await self.file_content(file))
         except Exception as exc:
-            await backend.kill(sandbox.sandbox_id)
-            await self._fail(command.command_id, command.run_id, "sandbox_setup_failed", str(exc))
+            await backend.kill(sandbox_id)
+            await self.fail(*ids, "sandbox_setup_failed", str(exc))
             return
-        # The Created event is relayed only now, so a reply means "ready to use".
+        # Recorded only once it is set up: the relayed Created event means "ready to use",
+        # and a sandbox that never came up leaves nothing behind.
+        try:
+            await self.store.run(
+                lambda: self.app.create(
+                    sandbox_id=sandbox_id,
+                    command_id=command.command_id,
+                    run_id=command.run_id,
+                    role=command.role,
+                    backend=backend.name,
+                    metadata=metadata,
+                )
+            )
+        except BaseException:
+            await backend.kill(sandbox_id)  # redelivery will build another
+            raise
         self.relay.wake()
 
-    async def _content(self, file: object) -> bytes:
-        from benchwright_shared.contracts import SandboxFile
-
-        assert isinstance(file, SandboxFile)
-        if file.content is not None:
-            return file.content.encode()
-        if file.bucket and file.object_name:
-            assert self.broker is not None
-            store = await jetstream(self.broker).object_store(file.bucket)
-            result = await store.get(file.object_name)
-            return bytes(result.data or b"")
-        raise BackendError(f"file {file.path!r} has neither content nor an object reference")
-
-    # -- run tasks --------------------------------------------------------------
+    # -- run tasks, exec ----------------------------------------------------------
     def run_tasks(self, command: RunTasks) -> None:
         """Start the sweep in the background; the command is acknowledged at once."""
-        if command.command_id in self._running:
-            return  # a redelivered command whose sweep is still going
-        task = asyncio.create_task(self._sweep(command), name=f"sweep-{command.command_id}")
-        self._running[command.command_id] = task
-        task.add_done_callback(lambda _: self._running.pop(command.command_id, None))
+        self._background(command.command_id, sweep(self, command))
 
-    async def _sweep(self, command: RunTasks) -> None:
-        assert self.broker is not None
-        sandbox = await self.store.run(self.app.get, command.sandbox_id)
-        if sandbox is None or sandbox.killed:
-            await self._fail(command.command_id, command.run_id, "no_sandbox", command.sandbox_id)
+    def exec(self, command: ExecInSandbox) -> None:
+        """Start the command in the background; it answers ``SandboxExecFinished``."""
+        self._background(command.command_id, run_exec(self, command))
+
+    # -- snapshot -----------------------------------------------------------------
+    async def snapshot(self, command: SnapshotSandbox) -> None:
+        """Archive the sandbox's files; the ``Snapshotted`` event, relayed, is the answer."""
+        ids = (command.command_id, command.run_id)
+        sandbox = await self.live_sandbox(*ids, command.sandbox_id)
+        if sandbox is None:
             return
+        if command.command_id in sandbox.snapshots:
+            return  # a repeated command: the first one's event already answered
         backend = self.backend(sandbox.backend)
-        argv = [
-            "python",
-            "-E",
-            "-s",
-            "bench_runner.py",
-            "--impl",
-            command.impl_path,
-            "--data",
-            command.data_path,
-            "--concurrency",
-            str(command.concurrency),
-        ]
-        stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
-        waves = -(-len(command.tasks) // max(1, command.concurrency))
-        wall = command.timeout_s * max(1, waves) + 60
-        batch: list[TaskOutcome] = []
-        batches = completed = batch_bytes = 0
-        last_flush = time.monotonic()
-
-        async def flush() -> None:
-            nonlocal batch, batches, last_flush, batch_bytes
-            if not batch:
-                return
-            batches += 1
-            event = SandboxTaskResults(
-                command_id=command.command_id,
-                run_id=command.run_id,
-                sandbox_id=command.sandbox_id,
-                batch=batches,
-                results=batch,
-            )
-            batch = []
-            batch_bytes = 0
-            last_flush = time.monotonic()
-            await publish_event(self.broker, event, msg_id=f"{command.command_id}:{batches}")  # type: ignore[arg-type]
-
-        error_type = detail = None
+        scratch = self.snapshots.scratch()
         try:
-            lines = backend.exec_lines(
-                command.sandbox_id, argv, stdin_lines=stdin, env=command.env, timeout_s=wall
+            await backend.snapshot(command.sandbox_id, scratch)
+            snapshot_id, size_bytes = await asyncio.to_thread(self.snapshots.add, scratch)
+        except (BackendError, OSError) as exc:
+            await asyncio.to_thread(self.snapshots.discard, scratch)
+            await self.fail(*ids, "snapshot_failed", str(exc))
+            return
+        try:
+            await self.store.run(
+                lambda: self.app.record_snapshot(
+                    command.sandbox_id,
+                    command_id=command.command_id,
+                    snapshot_id=snapshot_id,
+                    size_bytes=size_bytes,
+                    label=command.label,
+                )
             )
-            async for line in lines:
-                if batch_bytes + len(line) > BATCH_MAX_BYTES:
-                    await flush()
-                batch.append(TaskOutcome.model_validate_json(line))
-                batch_bytes += len(line)
-                completed += 1
-                if len(batch) >= BATCH_MAX or time.monotonic() - last_flush > BATCH_WAIT_S:
-                    await flush()
-        except BackendError as exc:
-            error_type, detail = "sandbox_exec_failed", str(exc)
-        except Exception as exc:
-            log.exception("sweep %s failed", command.command_id)
-            error_type, detail = type(exc).__name__, str(exc)
-        await flush()
-        finished = SandboxTasksFinished(
-            command_id=command.command_id,
-            run_id=command.run_id,
-            sandbox_id=command.sandbox_id,
-            batches=batches,
-            completed=completed,
-            error_type=error_type,
-            detail=detail,
-        )
-        await publish_event(self.broker, finished, msg_id=f"{command.command_id}:finished")
+        except SandboxAlreadyKilledError:
+            await self.fail(*ids, "sandbox_killed", f"{command.sandbox_id} was killed")
+            return
+        self.relay.wake()
 
     # -- kill -------------------------------------------------------------------
     async def kill(self, command: KillSandbox) -> None:
         sandbox = await self.store.run(self.app.get, command.sandbox_id)
         if sandbox is None:
-            await self._fail(command.command_id, command.run_id, "no_sandbox", command.sandbox_id)
+            await self.fail(command.command_id, command.run_id, "no_sandbox", command.sandbox_id)
             return
         if sandbox.killed:
             return  # a repeated kill: the first one's event already answered

@@ -1,11 +1,50 @@
 """What a sandbox backend must do. Every backend passes the same conformance suite."""
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Protocol
+
+# ``ExecInSandbox`` reports at most this much of each of stdout and stderr.
+OUTPUT_LIMIT_BYTES = 64 * 1024
 
 
 class BackendError(Exception):
     """A backend could not do what was asked."""
+
+
+class UnsafePathError(BackendError):
+    """A file path that would land outside the sandbox's working directory."""
+
+
+def safe_relative_path(path: str) -> str:
+    """``path`` as a plain relative POSIX path, or ``UnsafePathError``.
+
+    Absolute paths and any ``..`` component are refused outright, even when
+    they would resolve back inside: a scorer's files name places in its own
+    tree, never relative to where the sandbox happens to live.
+    """
+    if not path or "\0" in path or "\\" in path:
+        raise UnsafePathError(f"file path {path!r} is not a plain relative path")
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise UnsafePathError(
+            f"file path {path!r} escapes the sandbox: absolute paths and '..' are refused"
+        )
+    if pure.parts in ((), (".",)):
+        raise UnsafePathError(f"file path {path!r} names no file")
+    return pure.as_posix()
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """How one command in a sandbox ended; output already cut to the limit."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_ms: int
 
 
 class SandboxBackend(Protocol):
@@ -17,7 +56,10 @@ class SandboxBackend(Protocol):
         """Provision an empty sandbox."""
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        """Write a file at ``path`` relative to the sandbox's working directory."""
+        """Write a file at ``path`` relative to the sandbox's working directory.
+
+        Raises ``UnsafePathError`` for a path that is absolute or contains ``..``.
+        """
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
         """Read a file relative to the sandbox's working directory."""
@@ -36,6 +78,27 @@ class SandboxBackend(Protocol):
         Raises ``BackendError`` when the command exits non-zero or overruns
         ``timeout_s`` (the whole process tree is killed first).
         """
+
+    async def exec(
+        self,
+        sandbox_id: str,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None,
+        env: Mapping[str, str],
+        timeout_s: float,
+    ) -> ExecResult:
+        """Run ``argv`` to its end and report exit code and (cut) output.
+
+        A command that overruns ``timeout_s`` has its whole process tree killed
+        and comes back with ``timed_out``; the sandbox stays usable.
+        """
+
+    async def snapshot(self, sandbox_id: str, dest: Path) -> None:
+        """Write the sandbox's filesystem to ``dest`` as a deterministic archive."""
+
+    async def restore(self, sandbox_id: str, archive: Path) -> None:
+        """Unpack an archive written by ``snapshot`` into a freshly created sandbox."""
 
     async def kill(self, sandbox_id: str) -> None:
         """Stop everything in the sandbox and remove it."""

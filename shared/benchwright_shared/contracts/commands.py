@@ -18,20 +18,36 @@ SandboxRole = Literal["driver", "work", "proxy", "task"]
 
 
 class LaunchRun(Contract):
-    """Create a run and drive its pipeline (pinned mode)."""
+    """Create a run and drive its pipeline.
+
+    ``mode`` says which fields matter: ``natural_language`` carries ``request``
+    (the benchmark is found by the Driver); ``pinned`` the resolved benchmark,
+    subset and impl; ``replay`` and ``fork`` name ``parent_run_id`` and inherit
+    from its log.
+    """
 
     subject: ClassVar[str] = subjects.LAUNCH_RUN
 
     command_id: str
     run_id: str
     account: str
-    benchmark_id: str
-    benchmark_name: str
-    subset_id: str
-    subset_slug: str
+    mode: Literal["natural_language", "pinned", "replay", "fork"] = "pinned"
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    subset_id: str | None = None
+    subset_slug: str | None = None
     impl_id: str | None = None
-    sut: SutRef
+    sut: SutRef | None = None
     limit: int | None = None
+    request: str | None = None
+    driver: str | None = None
+    # Checked ceilings, ``{level: {quantity: value}}`` in dollars and seconds.
+    limits: dict[str, dict[str, float]] = Field(default_factory=dict)
+    parent_run_id: str | None = None
+    # Replay: ``{"indices": [...] | None, "task_ids": [...], "only_failed": bool}``.
+    replay: dict[str, Any] | None = None
+    # Fork: ``{"description": str, "from_phase": str}``.
+    fork: dict[str, Any] | None = None
     # The resolved trials config; frozen on the run so replays reproduce it.
     trials: dict[str, Any] = Field(
         default_factory=lambda: {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}
@@ -53,6 +69,28 @@ class HaltRun(Contract):
     run_id: str
     account: str
     halt_reason: str
+
+
+class ResolveRunHalt(Contract):
+    """Un-park a waiting run: a review answered, or an operator pause resumed."""
+
+    subject: ClassVar[str] = subjects.RESOLVE_RUN_HALT
+
+    command_id: str
+    run_id: str
+    account: str
+    action: Literal["review_resolution", "resume"]
+    resolution: str | None = None
+
+
+class DeleteRun(Contract):
+    """Irreversibly remove a run from every read model (its log is tombstoned)."""
+
+    subject: ClassVar[str] = subjects.DELETE_RUN
+
+    command_id: str
+    run_id: str
+    account: str
 
 
 class SandboxFile(BaseModel):

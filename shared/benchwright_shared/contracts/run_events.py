@@ -27,20 +27,82 @@ class SutRef(_Data):
     api_base: str | None = None
 
 
+LaunchMode = Literal["natural_language", "pinned", "replay", "fork"]
+
+
 class RunLaunched(_Data):
     run_id: str
     account: str
-    mode: Literal["pinned"] = "pinned"
-    benchmark_id: str
-    benchmark_name: str
-    subset_id: str
-    subset_slug: str
+    mode: LaunchMode = "pinned"
+    # Unknown until Find resolves them on a natural-language launch.
+    benchmark_id: str | None = None
+    benchmark_name: str | None = None
+    subset_id: str | None = None
+    subset_slug: str | None = None
     impl_id: str | None = None
-    sut: SutRef
+    sut: SutRef | None = None
     limit: int | None = None
     trials: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str | None = None
+    request: str | None = None
+    driver: str | None = None
+    limits: dict[str, Any] | None = None
+    # The run this one derives from (replay or fork): the registry's derived-from edge.
+    parent_run_id: str | None = None
+    replay: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+
+
+class DriverSelected(_Data):
+    driver: str
+    model: str | None = None
+    # Why the Driver is not the one asked for (no key configured ...).
+    note: str | None = None
+
+
+class BenchmarkResolved(_Data):
+    """Find named the benchmark, subset, scope (and maybe the model) a request means."""
+
+    benchmark_id: str
+    benchmark_name: str
+    subset_id: str
+    subset_slug: str
+    scope: dict[str, Any] = Field(default_factory=dict)
+    sut: SutRef | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class PhaseRestarted(_Data):
+    phase: str
+    reason: str
+    restarts: int
+
+
+class HaltCleared(_Data):
+    resolution: str | None = None
+    cleared_by: str
+    was: str | None = None
+
+
+class AgentTextEvent(_Data):
+    phase: str
+    text: str
+
+
+class ToolCallEvent(_Data):
+    phase: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultEvent(_Data):
+    phase: str
+    call_id: str
+    tool: str
+    result: str
+    is_error: bool = False
 
 
 class PipelineStarted(_Data):
@@ -85,7 +147,39 @@ class SandboxKilled(_Data):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class DatasetTasksArtifact(_Data):
+class _Artifact(_Data):
+    # Set when a replay or fork copied this artifact from its parent's log.
+    inherited_from: str | None = None
+
+
+class FetchArtifact(_Artifact):
+    source: str
+    content_sha256: str
+    total_tasks: int
+    bucket: str | None = None
+    object_name: str | None = None
+
+
+class AnalyzeArtifact(_Artifact):
+    kind: str
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    schema_sha256: str
+    subsets: list[str] = Field(default_factory=list)
+    fields: dict[str, Any] = Field(default_factory=dict)
+    candidates: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class SyntheticSubsetCreated(_Data):
+    """Analyze scoped the rows to a derived subset ("one sample from each category")."""
+
+    subset_id: str
+    parent_subset_id: str
+    selection: dict[str, Any]
+    task_count: int
+
+
+class DatasetTasksArtifact(_Artifact):
     benchmark_id: str
     subset_id: str
     total_tasks: int
@@ -94,16 +188,35 @@ class DatasetTasksArtifact(_Data):
     selection: dict[str, Any] = Field(default_factory=dict)
 
 
-class SetupArtifact(_Data):
+class SetupArtifact(_Artifact):
+    impl_id: str | None = None
+    impl_sha256: str | None = None
+    code: str | None = None
+
+
+class AtomizeArtifact(_Artifact):
     impl_id: str
     impl_sha256: str
+    invocation: int = 1
+    kind: str
+    code: str
+    check: dict[str, Any] = Field(default_factory=dict)
+    guidance: list[str] = Field(default_factory=list)
 
 
-class ModelProxyArtifact(_Data):
+class ModelProxyArtifact(_Artifact):
     model_id: str
     litellm_config_yaml: str
     # Where the proxy listened for this run: per-run noise, not load-bearing.
     proxy_url: str | None = None
+
+
+class SnapshotCreated(_Data):
+    phase: str
+    snapshot_id: str
+    sandbox_id: str | None = None
+    size_bytes: int = 0
+    inherited_from: str | None = None
 
 
 class MaterializeTaskResult(_Data):
@@ -141,6 +254,10 @@ class RunHalted(_Data):
     halt_reason: str
 
 
+class RunDeleted(_Data):
+    deleted_by: str
+
+
 class PipelineFinished(_Data):
     status: Literal["ok", "error"]
     duration_ms: int
@@ -156,18 +273,31 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
         RunLaunched,
         PipelineStarted,
         PipelineResumed,
+        DriverSelected,
+        BenchmarkResolved,
         PhaseStarted,
         PhaseCompleted,
         PhaseFailed,
+        PhaseRestarted,
+        HaltCleared,
+        AgentTextEvent,
+        ToolCallEvent,
+        ToolResultEvent,
         SandboxCreated,
         SandboxKilled,
+        FetchArtifact,
+        AnalyzeArtifact,
+        SyntheticSubsetCreated,
         DatasetTasksArtifact,
         SetupArtifact,
+        AtomizeArtifact,
         ModelProxyArtifact,
+        SnapshotCreated,
         MaterializeTaskResult,
         MaterializeTaskAggregated,
         ReportFile,
         RunHalted,
+        RunDeleted,
         PipelineFinished,
     )
 }

@@ -53,8 +53,20 @@ class TrialsIn(BaseModel):
 
 LIMIT_LEVELS = ("run", "task", "attempt", "phase")
 LIMIT_QUANTITIES = ("cost", "duration", "tasks", "attempts")
-# What this version enforces. Anything else is refused rather than stored and ignored.
-ENFORCED_LIMITS = {("run", "tasks")}
+# What the platform enforces. Anything else is refused rather than stored and ignored.
+ENFORCED_LIMITS = {
+    ("run", "cost"),
+    ("run", "duration"),
+    ("run", "tasks"),
+    ("phase", "cost"),
+    ("phase", "duration"),
+    ("task", "duration"),
+    ("task", "attempts"),
+    ("attempt", "duration"),
+}
+PHASE_NAMES = ("find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report")
+FORKABLE_PHASES = ("fetch", "analyze", "setup", "attach", "atomize", "materialize")
+DRIVERS = ("builtin", "litellm")
 
 
 class ConstraintsIn(BaseModel):
@@ -71,9 +83,11 @@ def check_limits(limits: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Validate ``limits`` (``<level>.<quantity>``); refuse what is not enforced."""
     checked: dict[str, dict[str, float]] = {}
     for level, quantities in limits.items():
-        base = level.split(":", 1)[0]
-        if base not in LIMIT_LEVELS or (":" in level and base != "phase"):
+        base, _, named = level.partition(":")
+        if base not in LIMIT_LEVELS or (named and base != "phase"):
             raise ValueError(f"unknown limit level {level!r}; levels: {', '.join(LIMIT_LEVELS)}")
+        if named and named not in PHASE_NAMES:
+            raise ValueError(f"unknown phase {named!r} in limits; phases: {', '.join(PHASE_NAMES)}")
         if not isinstance(quantities, dict):
             raise ValueError(f"limits.{level} must be an object of quantities")
         for quantity, value in quantities.items():
@@ -83,8 +97,8 @@ def check_limits(limits: dict[str, Any]) -> dict[str, dict[str, float]]:
                 raise ValueError(f"limits.{level}.{quantity} must be a positive number")
             if (base, quantity) not in ENFORCED_LIMITS:
                 raise ValueError(
-                    f"limits.{level}.{quantity} cannot be enforced by this version yet; "
-                    "remove it rather than rely on it"
+                    f"limits.{level}.{quantity} cannot be enforced: a {base} has no "
+                    f"{quantity} the platform can meter; remove it rather than rely on it"
                 )
             checked.setdefault(level, {})[quantity] = float(value)
     return checked
@@ -96,14 +110,38 @@ class LaunchMetadata(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
+class ReplayIn(BaseModel):
+    """``replay``: rerun a run's tasks with its scorer: a slice, a new model, or both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_run: str = Field(min_length=1, max_length=100)
+    task_ids: list[str] | None = Field(default=None, min_length=1, max_length=100_000)
+    # Tasks whose outcome was not ``pass`` (failures and errors alike).
+    only_failed: bool = False
+
+
+def check_driver(value: str | None) -> str | None:
+    """``builtin``, ``litellm``, or ``<provider>://<model>`` for the LLM Driver on that model."""
+    if value is None or value in DRIVERS:
+        return value
+    if "://" in value and all(value.split("://", 1)):
+        return f"litellm:{value}"
+    raise ValueError(
+        f"unknown driver {value!r}: use 'builtin', 'litellm' or '<provider>://<model>'"
+    )
+
+
 class LaunchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     benchmark: str | None = Field(default=None, min_length=1, max_length=300)
     subset: str | None = Field(default=None, min_length=1, max_length=300)
     impl: str | None = Field(default=None, min_length=1, max_length=300)
-    request: str | None = None
-    sut: SutIn
+    request: str | None = Field(default=None, min_length=1, max_length=4000)
+    replay: ReplayIn | None = None
+    sut: SutIn | None = None
+    driver: str | None = Field(default=None, max_length=300)
     trials: TrialsIn | None = None
     limits: dict[str, Any] | None = None
     constraints: ConstraintsIn | None = None
@@ -114,14 +152,24 @@ class LaunchRequest(BaseModel):
     def _limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_limits(value) if value is not None else None
 
-    @field_validator("constraints")
+    @field_validator("driver")
     @classmethod
-    def _constraints(cls, value: ConstraintsIn | None) -> ConstraintsIn | None:
-        if value and (value.max_cost_cents is not None or value.max_duration_ms is not None):
-            raise ValueError(
-                "max_cost_cents and max_duration_ms cannot be enforced by this version yet"
-            )
-        return value
+    def _driver(cls, value: str | None) -> str | None:
+        return check_driver(value)
+
+    def ceilings(self) -> dict[str, dict[str, float]]:
+        """``limits`` with the older ``constraints`` folded in (narrowest wins)."""
+        merged: dict[str, dict[str, float]] = {k: dict(v) for k, v in (self.limits or {}).items()}
+        c = self.constraints
+        legacy = {
+            "cost": c.max_cost_cents / 100 if c and c.max_cost_cents is not None else None,
+            "duration": c.max_duration_ms / 1000 if c and c.max_duration_ms is not None else None,
+        }
+        for quantity, value in legacy.items():
+            if value is not None:
+                run = merged.setdefault("run", {})
+                run[quantity] = min(value, run.get(quantity, value))
+        return merged
 
     def task_cap(self) -> int | None:
         """``metadata.limit``, ``limits.run.tasks`` and ``max_tasks``: the narrowest wins."""
@@ -152,3 +200,41 @@ class HaltRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str | None = Field(default=None, max_length=500)
+    # Park the run instead of ending it; ``POST /v1/runs/{id}/resume`` carries it on.
+    pause: bool = False
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(min_length=1, max_length=20_000)
+    from_phase: str = "atomize"
+    sut: SutIn | None = None
+    driver: str | None = Field(default=None, max_length=300)
+    limits: dict[str, Any] | None = None
+    idempotency_key: str | None = Field(default=None, max_length=255)
+
+    @field_validator("from_phase")
+    @classmethod
+    def _phase(cls, value: str) -> str:
+        if value not in FORKABLE_PHASES:
+            raise ValueError(f"cannot fork from {value!r}; one of {', '.join(FORKABLE_PHASES)}")
+        return value
+
+    @field_validator("driver")
+    @classmethod
+    def _driver(cls, value: str | None) -> str | None:
+        return check_driver(value)
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_limits(value) if value is not None else None
+
+
+class RunPatch(BaseModel):
+    """``PATCH /v1/runs/{id}``: answer a review that parked the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review_resolution: str = Field(min_length=1, max_length=20_000)

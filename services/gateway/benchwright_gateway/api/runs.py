@@ -1,40 +1,32 @@
-"""``/v1/runs``: launch, read, page tasks and events, stream."""
+"""``/v1/runs``: read runs, page their tasks and events, stream them, halt them."""
 
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Query
 from nats.js.api import DeliverPolicy
 from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
+from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
-from benchwright_gateway.api.models import HaltRequest, LaunchRequest
-from benchwright_gateway.api.render import parse_task_row_id, render_run, render_task
-from benchwright_gateway.domain import body_fingerprint
+from benchwright_gateway.api.models import HaltRequest
+from benchwright_gateway.api.render import parse_task_row_id, render_task
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream, send_command
 from benchwright_shared.contracts import (
-    BenchmarkResolution,
-    GetRunCost,
     GetRunEvents,
     GetSubsetRows,
     HaltRun,
-    LaunchRun,
-    ResolveBenchmark,
-    RunCost,
     RunEventsPage,
     SubsetRows,
-    SutRef,
 )
 from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
-from benchwright_shared.ids import new_run_id
-from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
+from benchwright_shared.scoring import summarize
 
 TERMINAL_EVENT = "PipelineFinished"
 QUERY_TIMEOUT_S = 10.0
@@ -45,128 +37,10 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     Caller = Annotated[Principal, Depends(principal)]
 
     async def load_run(caller: Principal, run_id: str) -> dict[str, Any]:
-        row: dict[str, Any] | None = await ctx.read(views.get_run, run_id)
-        # Another account's run answers exactly as a missing one does.
-        if row is None or row["account"] != caller.account:
-            raise ProblemError(404, "run not found", f"no run {run_id!r}", field="run_id")
-        return row
-
-    async def run_cost(run_id: str) -> RunCost | None:
-        try:
-            return await ask(ctx.bus(), GetRunCost(run_id=run_id), RunCost, timeout=2.0)
-        except Exception:
-            return None  # billing is down: show the run, without its cost
+        return await lookup.load_run(ctx, caller, run_id)
 
     async def show(row: dict[str, Any]) -> dict[str, Any]:
-        return render_run(row, await run_cost(row["run_id"]), ctx.settings.gateway_url)
-
-    @router.post("", status_code=201)
-    async def launch(
-        body: LaunchRequest,
-        caller: Caller,
-        response: Response,
-        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-    ) -> dict[str, Any]:
-        caller.require("runs:write")
-        if body.request is not None:
-            raise ProblemError(
-                400,
-                "natural-language launches are not available yet",
-                "pin a catalog benchmark with 'benchmark' (and optionally 'subset')",
-                field="request",
-                code="not_supported",
-            )
-        if body.benchmark is None:
-            raise ProblemError(400, "invalid request", "'benchmark' is required", field="benchmark")
-        fingerprint = body_fingerprint(body.model_dump(mode="json"))
-        if idempotency_key:
-            earlier = await ctx.call(ctx.app.find_launch, caller.account, idempotency_key)
-            if earlier is not None:
-                return await replay_launch(
-                    caller, earlier.run_id, earlier.body_sha256, fingerprint, response
-                )
-        resolution = await ask(
-            ctx.bus(),
-            ResolveBenchmark(
-                account=caller.account, benchmark=body.benchmark, subset=body.subset, impl=body.impl
-            ),
-            BenchmarkResolution,
-            timeout=QUERY_TIMEOUT_S,
-        )
-        if resolution.problem:
-            p = resolution.problem
-            raise ProblemError(p.status, p.title, p.detail, field=p.field, code="not_found")
-        run_id = new_run_id()
-        if idempotency_key:
-            record = await ctx.call(
-                ctx.app.remember_launch, caller.account, idempotency_key, fingerprint, run_id
-            )
-            if record.run_id != run_id:  # lost a race with an identical request
-                return await replay_launch(
-                    caller, record.run_id, record.body_sha256, fingerprint, response
-                )
-        assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
-        command = LaunchRun(
-            command_id=f"launch:{run_id}",
-            run_id=run_id,
-            account=caller.account,
-            benchmark_id=resolution.benchmark_id,
-            benchmark_name=resolution.benchmark_name or body.benchmark,
-            subset_id=resolution.subset_id,
-            subset_slug=resolution.subset_slug,
-            impl_id=resolution.impl_id,
-            sut=SutRef(
-                model=body.sut.model,
-                provider=body.sut.provider,
-                api_base=str(body.sut.api_base) if body.sut.api_base else None,
-            ),
-            limit=body.task_cap(),
-            trials=body.trials.model_dump() if body.trials else dict(DEFAULT_TRIALS),
-            metadata=body.metadata.model_dump(exclude_none=True),
-            idempotency_key=idempotency_key,
-            requested_at=datetime.now(UTC),
-        )
-        await send_command(ctx.bus(), command)
-        return await show(await wait_for_run(caller, run_id, command))
-
-    async def replay_launch(
-        caller: Principal, run_id: str, stored: str, fingerprint: str, response: Response
-    ) -> dict[str, Any]:
-        if stored != fingerprint:
-            raise ProblemError(
-                409,
-                "idempotency key reused",
-                "this Idempotency-Key was used for a different request body",
-                field="Idempotency-Key",
-                code="idempotency_key_reused",
-            )
-        response.status_code = 200
-        row = await ctx.read(views.get_run, run_id)
-        if row is None:
-            return {"id": run_id, "object": "run", "status": "running", "display_status": "running"}
-        return await show(row)
-
-    async def wait_for_run(caller: Principal, run_id: str, command: LaunchRun) -> dict[str, Any]:
-        """Read-your-write: wait briefly for the projection to show the new run."""
-        for _ in range(100):
-            row = await ctx.read(views.get_run, run_id)
-            if row is not None:
-                return row  # type: ignore[no-any-return]
-            await asyncio.sleep(0.05)
-        return {
-            "run_id": run_id,
-            "account": caller.account,
-            "status": "running",
-            "phase": None,
-            "benchmark_id": command.benchmark_id,
-            "benchmark_name": command.benchmark_name,
-            "subset_id": command.subset_id,
-            "subset_slug": command.subset_slug,
-            "impl_id": command.impl_id,
-            "model": command.sut.model_dump_json(),
-            "metadata": json.dumps(command.metadata),
-            "created_at": command.requested_at.isoformat(),
-        }
+        return await lookup.show(ctx, row)
 
     @router.get("")
     async def list_runs(
@@ -293,7 +167,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 field="run_id",
                 code="run_finished",
             )
-        reason = "operator_kill" + (f": {body.reason}" if body and body.reason else "")
+        kind = "operator_pause" if body and body.pause else "operator_kill"
+        reason = kind + (f": {body.reason}" if body and body.reason else "")
         await send_command(
             ctx.bus(),
             HaltRun(

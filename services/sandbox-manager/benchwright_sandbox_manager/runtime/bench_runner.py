@@ -3,6 +3,11 @@
 Input: one JSON object per line, ``{"index": i, "trial": t}``. Output: one JSON
 object per finished task. The runner never dies with a task: an exception in
 ``extract``/``solve``/``score`` becomes an ``err`` row naming its class.
+
+``--check`` proves a scorer without a model: input lines are
+``{"index": i, "output": "<a reply>"}`` and each runs ``extract`` and ``score``
+only (no ``solve``), printing the same result rows. A Driver runs it over
+reference answers before a sweep: they should all pass.
 """
 
 import argparse
@@ -12,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -41,14 +47,39 @@ def load_task(impl_path: str) -> Any:
 
 
 def run_one(task: Any, data_path: str, index: int, trial: int) -> dict[str, Any]:
+    """Extract, solve (one model call or more), score."""
+    return _run(
+        task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
+    )
+
+
+def check_one(task: Any, data_path: str, index: int, trial: int, given: Any) -> dict[str, Any]:
+    """Extract and score an output given in advance: no model call."""
+
+    def output(_row: dict[str, Any]) -> Any:
+        if given is None:
+            raise ValueError(f"no output given for index {index}")
+        return given
+
+    return _run(task, data_path, index, trial, "check", output)
+
+
+def _run(
+    task: Any,
+    data_path: str,
+    index: int,
+    trial: int,
+    produce_stage: str,
+    produce: Callable[[dict[str, Any]], Any],
+) -> dict[str, Any]:
     started = time.perf_counter()
     result: dict[str, Any] = {"index": index, "trial": trial, "task_id": str(index)}
     stage = "extract"
     try:
         row = task.extract(data_path, index)
         result["task_id"] = str(row.get("task_id", index))
-        stage = "solve"
-        output = task.solve(index, row.get("input"))
+        stage = produce_stage
+        output = produce(row)
         output = output if isinstance(output, str) else json.dumps(output)
         result["output"] = output[:OUTPUT_LIMIT]
         stage = "score"
@@ -75,24 +106,74 @@ def main() -> None:
     parser.add_argument("--impl", default="task_impl.py")
     parser.add_argument("--data", default="tasks.jsonl")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--task-timeout",
+        type=float,
+        default=None,
+        help="seconds one task may take; past it the task is reported as an err row",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help='score given outputs: stdin lines {"index": i, "output": "..."}; no model call',
+    )
     args = parser.parse_args()
 
     task = load_task(args.impl)
     out_lock = threading.Lock()
 
-    def work(index: int, trial: int) -> None:
-        result = run_one(task, args.data, index, trial)
-        line = json.dumps(result)
+    reported: set[int] = set()
+
+    def report(item: int, result: dict[str, Any]) -> None:
+        # Exactly one row per input line: a task that overran its ceiling was
+        # already reported as an err row, and its late result is dropped.
         with out_lock:
-            sys.stdout.write(line + "\n")
+            if item in reported:
+                return
+            reported.add(item)
+            sys.stdout.write(json.dumps(result) + "\n")
             sys.stdout.flush()
 
+    def overran(item: int, index: int, trial: int, started: float) -> None:
+        report(
+            item,
+            {
+                "index": index,
+                "trial": trial,
+                "task_id": str(index),
+                "outcome": "err",
+                "error_type": "timeout",
+                "error": f"the task overran its {args.task_timeout:g}s ceiling",
+                "duration_ms": int((time.perf_counter() - started) * 1000),
+            },
+        )
+
+    def work(item: int, index: int, trial: int, spec: dict[str, Any]) -> None:
+        watchdog = None
+        if args.task_timeout:
+            # Threads cannot be killed: the row is written at the ceiling, and the
+            # model call itself is bounded by BW_MODEL_TIMEOUT.
+            watchdog = threading.Timer(
+                args.task_timeout, overran, (item, index, trial, time.perf_counter())
+            )
+            watchdog.daemon = True
+            watchdog.start()
+        try:
+            if args.check:
+                result = check_one(task, args.data, index, trial, spec.get("output"))
+            else:
+                result = run_one(task, args.data, index, trial)
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+        report(item, result)
+
     with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-        for line in sys.stdin:
+        for item, line in enumerate(sys.stdin):
             if not line.strip():
                 continue
             spec = json.loads(line)
-            pool.submit(work, int(spec["index"]), int(spec.get("trial", 0)))
+            pool.submit(work, item, int(spec["index"]), int(spec.get("trial", 0)), spec)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,351 @@
+"""Starting and steering runs: launch (natural language, pinned, replay), fork,
+resume, review answers and deletion.
+
+The gateway checks what it can answer from its own read models (the caller
+owns the parent run, the slice names real tasks, the run is in a state that
+takes this command) and sends one command to the orchestrator; everything
+else happens in the run's pipeline and shows in its log.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Response
+
+from benchwright_gateway import projections as views
+from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.lookup import load_run, show, wait_for_row
+from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
+from benchwright_gateway.domain import body_fingerprint
+from benchwright_shared.bus import ask, send_command
+from benchwright_shared.contracts import (
+    BenchmarkResolution,
+    DeleteRun,
+    LaunchRun,
+    ResolveBenchmark,
+    ResolveRunHalt,
+    SutRef,
+)
+from benchwright_shared.ids import new_run_id
+from benchwright_shared.scoring import DEFAULT_TRIALS
+
+QUERY_TIMEOUT_S = 10.0
+REVIEW_HALTS = ("agent_review", "restart_cap_exceeded")
+
+
+def _sut(body: SutIn | None) -> SutRef | None:
+    if body is None:
+        return None
+    return SutRef(
+        model=body.model,
+        provider=body.provider,
+        api_base=str(body.api_base) if body.api_base else None,
+    )
+
+
+def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
+    router = APIRouter(prefix="/v1/runs", tags=["runs"])
+    Caller = Annotated[Principal, Depends(principal)]
+
+    async def once(
+        caller: Principal,
+        key: str | None,
+        body: dict[str, Any],
+        response: Response,
+        start: Callable[[str], Awaitable[LaunchRun]],
+    ) -> dict[str, Any]:
+        """Launch at most once per idempotency key: a repeat returns the first run."""
+        fingerprint = body_fingerprint(body)
+        if key:
+            earlier = await ctx.call(ctx.app.find_launch, caller.account, key)
+            if earlier is not None:
+                return await repeat(earlier.run_id, earlier.body_sha256, fingerprint, response)
+        run_id = new_run_id()
+        command = await start(run_id)
+        if key:
+            record = await ctx.call(
+                ctx.app.remember_launch, caller.account, key, fingerprint, run_id
+            )
+            if record.run_id != run_id:  # lost a race with an identical request
+                return await repeat(record.run_id, record.body_sha256, fingerprint, response)
+        await send_command(ctx.bus(), command)
+        row = await wait_for_row(ctx, run_id)
+        return await show(ctx, row or placeholder(command))
+
+    async def repeat(
+        run_id: str, stored: str, fingerprint: str, response: Response
+    ) -> dict[str, Any]:
+        if stored != fingerprint:
+            raise ProblemError(
+                409,
+                "idempotency key reused",
+                "this Idempotency-Key was used for a different request body",
+                field="Idempotency-Key",
+                code="idempotency_key_reused",
+            )
+        response.status_code = 200
+        row = await ctx.read(views.get_run, run_id)
+        if row is None:
+            return {"id": run_id, "object": "run", "status": "running", "display_status": "running"}
+        return await show(ctx, row)
+
+    @router.post("", status_code=201)
+    async def launch(
+        body: LaunchRequest,
+        caller: Caller,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> dict[str, Any]:
+        caller.require("runs:write")
+        modes = [m for m in ("request", "benchmark", "replay") if getattr(body, m) is not None]
+        if len(modes) > 1:
+            raise ProblemError(
+                400,
+                "conflicting launch modes",
+                f"send one of 'request', 'benchmark' or 'replay', not {' and '.join(modes)}",
+                field=modes[0] if modes[0] != "benchmark" else modes[1],
+                code="invalid_argument",
+            )
+        if not modes:
+            raise ProblemError(
+                400,
+                "nothing to run",
+                "send 'request' (natural language), 'benchmark' (pinned) or 'replay'",
+                field="request",
+                code="invalid_argument",
+            )
+        if body.benchmark is None and (body.subset or body.impl):
+            field = "subset" if body.subset else "impl"
+            raise ProblemError(400, f"'{field}' needs 'benchmark'", field=field)
+        if body.benchmark is not None and body.sut is None:
+            raise ProblemError(400, "a pinned launch needs 'sut'", field="sut")
+
+        async def start(run_id: str) -> LaunchRun:
+            common: dict[str, Any] = {
+                "command_id": f"launch:{run_id}",
+                "run_id": run_id,
+                "account": caller.account,
+                "sut": _sut(body.sut),
+                "limit": body.task_cap(),
+                "trials": body.trials.model_dump() if body.trials else dict(DEFAULT_TRIALS),
+                "metadata": body.metadata.model_dump(exclude_none=True),
+                "idempotency_key": idempotency_key,
+                "requested_at": datetime.now(UTC),
+                "driver": body.driver,
+                "limits": body.ceilings(),
+            }
+            if body.request is not None:
+                return LaunchRun(mode="natural_language", request=body.request, **common)
+            if body.replay is not None:
+                return await replay_command(caller, body, common)
+            return await pinned_command(caller, body, common)
+
+        return await once(caller, idempotency_key, body.model_dump(mode="json"), response, start)
+
+    async def pinned_command(
+        caller: Principal, body: LaunchRequest, common: dict[str, Any]
+    ) -> LaunchRun:
+        assert body.benchmark is not None
+        resolution = await ask(
+            ctx.bus(),
+            ResolveBenchmark(
+                account=caller.account, benchmark=body.benchmark, subset=body.subset, impl=body.impl
+            ),
+            BenchmarkResolution,
+            timeout=QUERY_TIMEOUT_S,
+        )
+        if resolution.problem:
+            p = resolution.problem
+            raise ProblemError(p.status, p.title, p.detail, field=p.field, code="not_found")
+        assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
+        return LaunchRun(
+            mode="pinned",
+            benchmark_id=resolution.benchmark_id,
+            benchmark_name=resolution.benchmark_name or body.benchmark,
+            subset_id=resolution.subset_id,
+            subset_slug=resolution.subset_slug,
+            impl_id=resolution.impl_id,
+            **common,
+        )
+
+    async def replay_command(
+        caller: Principal, body: LaunchRequest, common: dict[str, Any]
+    ) -> LaunchRun:
+        assert body.replay is not None
+        replay = body.replay
+        try:
+            parent = await load_run(ctx, caller, replay.from_run)
+        except ProblemError:
+            raise ProblemError(
+                404, "run not found", f"no run {replay.from_run!r}", field="replay.from_run"
+            ) from None
+        if not parent.get("impl_id"):
+            raise ProblemError(
+                409,
+                "nothing to replay yet",
+                f"run {replay.from_run} has no scorer on record yet; wait for its Atomize",
+                field="replay.from_run",
+                code="replay_source_not_ready",
+            )
+        indices = await slice_indices(replay.from_run, replay.task_ids, replay.only_failed)
+        return LaunchRun(
+            mode="replay",
+            parent_run_id=replay.from_run,
+            replay={
+                "indices": indices,
+                "task_ids": replay.task_ids,
+                "only_failed": replay.only_failed,
+            },
+            **common,
+        )
+
+    async def slice_indices(
+        run_id: str, task_ids: list[str] | None, only_failed: bool
+    ) -> list[int] | None:
+        """The row indices a replay slice names, checked against the parent's tasks."""
+        if task_ids is None and not only_failed:
+            return None
+        outcomes: dict[int, tuple[str, str]] = await ctx.read(views.latest_outcomes, run_id)
+        by_task = {task_id: index for index, (task_id, _) in outcomes.items()}
+        chosen = set(outcomes)
+        if task_ids is not None:
+            unknown = [t for t in task_ids if t not in by_task]
+            if unknown:
+                raise ProblemError(
+                    400,
+                    "unknown task ids",
+                    f"run {run_id} has no tasks {', '.join(unknown[:5])}"
+                    + (f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""),
+                    field="replay.task_ids",
+                    code="invalid_argument",
+                )
+            chosen = {by_task[t] for t in task_ids}
+        if only_failed:
+            chosen = {i for i in chosen if outcomes[i][1] != "pass"}
+        return sorted(chosen)
+
+    @router.post("/{run_id}/fork", status_code=201)
+    async def fork(
+        run_id: str,
+        body: ForkRequest,
+        caller: Caller,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> dict[str, Any]:
+        """Rewind a run to ``from_phase`` and carry on with ``description`` as guidance."""
+        caller.require("runs:write")
+        parent = await load_run(ctx, caller, run_id)
+        key = idempotency_key or body.idempotency_key
+
+        async def start(child_id: str) -> LaunchRun:
+            return LaunchRun(
+                command_id=f"launch:{child_id}",
+                run_id=child_id,
+                account=caller.account,
+                mode="fork",
+                parent_run_id=run_id,
+                fork={"description": body.description, "from_phase": body.from_phase},
+                sut=_sut(body.sut),
+                driver=body.driver or parent.get("driver"),
+                limits=body.limits or json.loads(parent.get("limits") or "{}"),
+                metadata=json.loads(parent.get("metadata") or "{}"),
+                idempotency_key=key,
+                requested_at=datetime.now(UTC),
+            )
+
+        payload = {"fork_of": run_id, **body.model_dump(mode="json", exclude={"idempotency_key"})}
+        return await once(caller, key, payload, response, start)
+
+    @router.post("/{run_id}/resume", status_code=202)
+    async def resume(run_id: str, caller: Caller) -> dict[str, Any]:
+        """Carry on a run an operator paused. Any other halt answers 409 ``not_paused``."""
+        caller.require("runs:write")
+        row = await load_run(ctx, caller, run_id)
+        reason = row.get("halt_reason") or ""
+        if row["status"] != "running" or not reason.startswith("operator_pause"):
+            raise ProblemError(
+                409,
+                "run is not paused",
+                f"run {run_id} is {row['status']}"
+                + (f", halted with {reason!r}" if reason else "")
+                + "; only an operator_pause halt can be resumed"
+                + (
+                    "; answer a review with PATCH review_resolution"
+                    if reason.startswith(REVIEW_HALTS)
+                    else ""
+                ),
+                field="run_id",
+                code="not_paused",
+            )
+        return await unpark(caller, row, "resume", None)
+
+    @router.patch("/{run_id}")
+    async def update(run_id: str, body: RunPatch, caller: Caller) -> dict[str, Any]:
+        """Answer the review a run is waiting on; the text becomes the Driver's guidance."""
+        caller.require("runs:write")
+        row = await load_run(ctx, caller, run_id)
+        reason = row.get("halt_reason") or ""
+        if row["status"] != "running" or not reason.startswith(REVIEW_HALTS):
+            raise ProblemError(
+                409,
+                "run is not waiting for review",
+                f"run {run_id} is {row['status']}"
+                + (f", halted with {reason!r}" if reason else ""),
+                field="review_resolution",
+                code="not_waiting",
+            )
+        return await unpark(caller, row, "review_resolution", body.review_resolution)
+
+    async def unpark(
+        caller: Principal, row: dict[str, Any], action: str, resolution: str | None
+    ) -> dict[str, Any]:
+        run_id = row["run_id"]
+        await send_command(
+            ctx.bus(),
+            ResolveRunHalt(
+                command_id=f"unpark:{run_id}:{row.get('last_seq')}",
+                run_id=run_id,
+                account=caller.account,
+                action=action,  # type: ignore[arg-type]
+                resolution=resolution,
+            ),
+        )
+        fresh = await wait_for_row(ctx, run_id, until=lambda r: r is not None and not r["halted"])
+        return await show(ctx, fresh or row)
+
+    @router.delete("/{run_id}")
+    async def delete(run_id: str, caller: Caller) -> dict[str, Any]:
+        """Irreversible: stop the run if it works, and remove it from every listing."""
+        caller.require("runs:write")
+        await load_run(ctx, caller, run_id)
+        await send_command(
+            ctx.bus(),
+            DeleteRun(command_id=f"delete:{run_id}", run_id=run_id, account=caller.account),
+        )
+        await wait_for_row(ctx, run_id, until=lambda r: r is None, tries=600)
+        return {"id": run_id, "object": "run", "deleted": True}
+
+    def placeholder(command: LaunchRun) -> dict[str, Any]:
+        return {
+            "run_id": command.run_id,
+            "account": command.account,
+            "status": "running",
+            "phase": None,
+            "benchmark_id": command.benchmark_id,
+            "benchmark_name": command.benchmark_name,
+            "subset_id": command.subset_id,
+            "subset_slug": command.subset_slug,
+            "impl_id": command.impl_id,
+            "model": command.sut.model_dump_json() if command.sut else None,
+            "metadata": json.dumps(command.metadata),
+            "created_at": command.requested_at.isoformat(),
+            "mode": command.mode,
+            "request": command.request,
+            "parent_run_id": command.parent_run_id,
+        }
+
+    return router

