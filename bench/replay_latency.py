@@ -26,7 +26,7 @@ does, and points it at the fake OpenAI-compatible server that answers at once.
 
 Exits 1 when the median client-side latency is 1 s or more.
 
-    .venv/bin/python bench/replay_latency.py               # 20 replays, ~30 s
+    .venv/bin/python bench/replay_latency.py               # 20 replays, ~15 s
     .venv/bin/python bench/replay_latency.py --replays 50 --json
 
 Not a pytest test; it asserts nothing beyond "the anchor and every replay ended

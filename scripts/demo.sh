@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: start the embedded platform, score SmolLM2 (offline) on GSM8K's
-# first 20 tasks, print the summary and the run's URL, stop the platform.
+# The main job: start the embedded platform, launch "Run GSM8K on local/smollm2,
+# first 20 problems" in plain English, score SmolLM2 (offline) on each task,
+# print the summary and the run's URL, stop the platform.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --model
@@ -22,4 +23,7 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 [ -f "$READY" ] || { echo "platform did not start"; cat "$DATA/platform.log"; exit 1; }
-.venv/bin/benchwright run --benchmark GSM8K --model smollm2@local --limit "$LIMIT"
+# A natural-language launch: the builtin Driver finds the benchmark, reads the
+# rows, writes and proves a scorer, then the local model is scored on each task.
+.venv/bin/benchwright run --driver builtin \
+  --request "Run GSM8K on local/smollm2, first $LIMIT problems"

@@ -1,6 +1,7 @@
 """Settings shared by every service, read from ``BW_``-prefixed environment variables."""
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,10 @@ class Settings(BaseSettings):
     task_concurrency: int = 8
     # A single task's wall-clock ceiling inside the sandbox.
     task_timeout_s: float = 300.0
+    # Materialize in the shared work sandbox (`sequential`), in a sandbox per task
+    # (`fanout`, at most `task_concurrency` at once), or as the run's infrastructure
+    # dictates (`auto`, see the orchestrator's `fanout.materialize_mode`).
+    materialize_mode: Literal["auto", "sequential", "fanout"] = "auto"
 
     # How often a running pipeline compares cost and time against its limits.
     limit_check_interval_s: float = 2.0
@@ -51,6 +56,10 @@ class Settings(BaseSettings):
     # The offline `local` provider.
     local_model_threads: int = 1
     local_model_ctx: int = 2048
+
+    # Dollars per million tokens by `<provider>/<model>` (JSON), read by the proxy:
+    # prices for self-hosted models and overrides of LiteLLM's table.
+    model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     # Provider keys are read by the proxy service only.
     openrouter_api_key: str | None = None

@@ -42,6 +42,7 @@ SANDBOX_SNAPSHOTTED: Final = "bw.evt.sandbox.snapshotted.v1"
 PROXY_EVENTS: Final = "bw.evt.proxy.>"
 MODEL_ATTACHED: Final = "bw.evt.proxy.model_attached.v1"
 MODEL_USAGE_RECORDED: Final = "bw.evt.proxy.model_usage.v1"
+DRIVER_USAGE_RECORDED: Final = "bw.evt.orchestrator.driver_usage.v1"
 
 # The run event log: one subject per run, relayed from the orchestrator's store.
 RUN_LOG_PREFIX: Final = "bw.run.v1"

@@ -45,7 +45,14 @@ def test_usage_windows_and_sandbox_kills_add_up_once(tmp_path: Path) -> None:
             6,
             {"sandbox_id": "sbx_2", "run_id": "r1", "duration_ms": 9, "exit_code": 0},
         )
+        # The Driver's own spend is its own line, never the model's.
+        store.apply(
+            "ledger",
+            7,
+            {**usage("d1", 2, 40), "source": "driver"},
+        )
         totals = store.read(lambda cur: run_cost(cur, "r1"))
+        assert totals["driver_micros"] == 40
         assert totals["model_calls"] == 5
         assert totals["model_micros"] == 500
         assert totals["prompt_tokens"] == 50

@@ -336,3 +336,49 @@ async def test_pause_resume_and_delete(platform: Platform) -> None:
         assert run["id"] not in json.dumps((await client.get("/v1/runs")).json())
     finally:
         server.stop()
+
+
+async def test_a_repeat_run_reuses_cached_phases_and_atomize_keys_on_the_model(
+    platform: Platform, oracle: FakeOpenAIServer
+) -> None:
+    client = platform.client
+    assert client
+    body = {"request": "Run GSM8K, first 3 tasks", "sut": sut(oracle), "driver": "builtin"}
+    first = await platform.wait_terminal((await client.post("/v1/runs", json=body)).json()["id"])
+    assert first["status"] == "ok", first["error"]
+    await asyncio.sleep(0.5)  # the phase-cache index is a read model: let it catch up
+    second = await platform.wait_terminal((await client.post("/v1/runs", json=body)).json()["id"])
+    assert second["status"] == "ok", second["error"]
+    events = await events_of(client, second["id"])
+    prints = {e["data"]["phase"]: e["data"] for e in events if e["type"] == "PhaseFingerprint"}
+    assert set(prints) == {"fetch", "analyze", "setup", "atomize"}
+    assert all(p["cache_hit"] and p["source_run_id"] == first["id"] for p in prints.values())
+    # No Driver work was done, and the run is the same experiment as the first.
+    assert not any(
+        e["type"] == "ToolCallEvent" for e in events if e["data"].get("phase") == "atomize"
+    )
+    assert second["impl_id"] == first["impl_id"]
+    assert second["fingerprint"] == first["fingerprint"]
+    assert (second["summary"]["passed"], second["summary"]["total"]) == (
+        first["summary"]["passed"],
+        first["summary"]["total"],
+    )
+
+    other_model = FakeOpenAIServer(gsm8k_oracle(gsm8k_rows()[:20], correct_every=1)).start()
+    try:
+        third = await platform.wait_terminal(
+            (await client.post("/v1/runs", json={**body, "sut": sut(other_model, "other")})).json()[
+                "id"
+            ]
+        )
+    finally:
+        other_model.stop()
+    events = await events_of(client, third["id"])
+    hits = {
+        e["data"]["phase"]: e["data"]["cache_hit"]
+        for e in events
+        if e["type"] == "PhaseFingerprint"
+    }
+    # Fetch, Analyze and Setup are model-free; Atomize's key holds the model's config.
+    assert hits == {"fetch": True, "analyze": True, "setup": True, "atomize": False}
+    assert third["impl_id"] == first["impl_id"]  # the same code, so the same impl

@@ -28,8 +28,12 @@ async def test_readme_python_example(platform: Platform, monkeypatch: pytest.Mon
     monkeypatch.setenv("BW_PAT", platform.token)
     monkeypatch.setenv("BW_BASE_URL", str(platform.client.base_url).rstrip("/"))
     namespace: dict[str, object] = {}
-    await asyncio.to_thread(exec, compile(blocks[0], "README.md", "exec"), namespace)
+    for block in blocks:  # in order, in one namespace, as a reader would
+        await asyncio.to_thread(exec, compile(block, "README.md", "exec"), namespace)
     # The platform shares this event loop: block it with a sync call and it cannot answer.
     bw, run = namespace["bw"], namespace["run"]
     tasks = await asyncio.to_thread(bw.runs.tasks, run.id)  # type: ignore[attr-defined]
     assert tasks.summary.total == 2
+    anchor, fix, again = namespace["anchor"], namespace["fix"], namespace["again"]
+    assert anchor.status == "ok" and fix.derived_from == anchor.id  # type: ignore[attr-defined]
+    assert again.derived_from == fix.id  # type: ignore[attr-defined]

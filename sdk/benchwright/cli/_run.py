@@ -45,8 +45,21 @@ def parse_model(value: str) -> dict[str, str]:
 @handle_errors
 def run(
     ctx: typer.Context,
+    request: Annotated[
+        str | None,
+        typer.Option(
+            "--request", "-r", help='Natural language: "Run GSM8K on local/smollm2, first 20".'
+        ),
+    ] = None,
     benchmark: Annotated[
         str | None, typer.Option(help="Catalog benchmark to run (name or id).")
+    ] = None,
+    replay: Annotated[
+        str | None, typer.Option(help="Replay this run's tasks and scorer (optionally --model).")
+    ] = None,
+    driver: Annotated[
+        str | None,
+        typer.Option(help="The Driver: builtin, litellm or PROVIDER://MODEL (never agent)."),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model under test as MODEL@PROVIDER.")] = None,
     subset: Annotated[str | None, typer.Option(help="Subset slug or id.")] = None,
@@ -66,25 +79,31 @@ def run(
         bool, typer.Option("--no-wait", help="Print the run id and exit without streaming.")
     ] = False,
 ) -> None:
-    """Launch a pinned run and stream it until it finishes.
+    """Launch a run (natural language, pinned or replay) and stream it until it finishes.
 
     Exits 0 when the run ends ok, 1 when it ends in error.
     """
     if ctx.invoked_subcommand is not None:
         return
-    if benchmark is None or model is None:
-        fail("`benchwright run` needs --benchmark and --model (see --help)", code=2)
-    sut = parse_model(model)
-    if api_base:
+    modes = [m for m in (request, benchmark, replay) if m is not None]
+    if len(modes) != 1:
+        fail("`benchwright run` needs one of --request, --benchmark or --replay", code=2)
+    if benchmark is not None and model is None:
+        fail("a pinned run needs --model MODEL@PROVIDER", code=2)
+    sut = parse_model(model) if model else None
+    if sut is not None and api_base:
         sut["api_base"] = api_base
-    metadata = {"limit": limit} if limit is not None else None
+    metadata = {"limit": limit} if limit is not None and replay is None else None
     with get_client() as bw:
         launched = bw.runs.launch(
+            request=request,
             benchmark=benchmark,
             subset=subset,
             impl=impl,
             sut=sut,
             metadata=metadata,
+            replay={"from_run": replay} if replay else None,
+            driver=driver,
             idempotency_key=idempotency_key,
         )
         if no_wait:

@@ -12,7 +12,11 @@ from benchwright_shared.settings import Settings
 
 LEDGER_SOURCE = Source(
     stream=subjects.EVENTS_STREAM,
-    subjects=(subjects.MODEL_USAGE_RECORDED, subjects.SANDBOX_KILLED),
+    subjects=(
+        subjects.MODEL_USAGE_RECORDED,
+        subjects.SANDBOX_KILLED,
+        subjects.DRIVER_USAGE_RECORDED,
+    ),
     replay_subject="bw.evt.>",
 )
 

@@ -10,7 +10,11 @@ from benchwright_billing.domain import CostLine, validate
 from benchwright_shared import subjects
 from benchwright_shared.projection import Projection, ViewCursor
 
-LEDGER_SUBJECTS = (subjects.MODEL_USAGE_RECORDED, subjects.SANDBOX_KILLED)
+LEDGER_SUBJECTS = (
+    subjects.MODEL_USAGE_RECORDED,
+    subjects.SANDBOX_KILLED,
+    subjects.DRIVER_USAGE_RECORDED,
+)
 
 
 class LedgerProjection(Projection):
@@ -51,7 +55,8 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
             CostLine(
                 account=message["account"],
                 run_id=message["run_id"],
-                source="model",
+                # The proxy's windows are the SUT's spend; the orchestrator's, the Driver's.
+                source=message.get("source") or "model",
                 micros=int(message.get("cost_micros", 0)),
                 prompt_tokens=int(message.get("prompt_tokens", 0)),
                 completion_tokens=int(message.get("completion_tokens", 0)),

@@ -242,8 +242,12 @@ def list_tasks(
     outcomes: tuple[str, ...] | None,
     after: tuple[int, int] | None,
     limit: int,
+    include_running: bool = False,
 ) -> list[dict[str, Any]]:
-    sql = f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ? AND outcome IS NOT NULL"
+    """Settled task rows; with ``include_running``, also those still waiting for trials."""
+    sql = f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ?"
+    if not include_running:
+        sql += " AND outcome IS NOT NULL"
     params: list[Any] = [run_id]
     if outcomes:
         sql += f" AND outcome IN ({', '.join('?' for _ in outcomes)})"

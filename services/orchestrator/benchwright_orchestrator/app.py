@@ -6,9 +6,11 @@ from faststream.nats import NatsBroker, NatsRouter
 
 from benchwright_orchestrator import handlers
 from benchwright_orchestrator.application import RunsApplication, translate_notification
+from benchwright_orchestrator.projections import PhaseCellsProjection, find_cell
 from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
+from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
@@ -30,16 +32,30 @@ class OrchestratorService:
             translate=translate_notification,
             stream=subjects.RUNS_STREAM,
         )
-        self.orchestrator = Orchestrator(self.settings, self.app, self.store, self.relay)
+        self.views = ProjectionHost(
+            self.settings,
+            self.name,
+            self.router,
+            {"phase_cells": (PhaseCellsProjection(), RUN_LOG_SOURCE)},
+        )
+
+        async def lookup(phase: str, fingerprint: str, account: str) -> str | None:
+            return await self.views.read(lambda cur: find_cell(cur, phase, fingerprint, account))
+
+        self.orchestrator = Orchestrator(
+            self.settings, self.app, self.store, self.relay, find_cell=lookup
+        )
         handlers.register(self.router, self.orchestrator, max_deliver=self.settings.max_deliver)
 
     async def start(self, broker: NatsBroker) -> None:
+        self.views.broker = broker
         await self.relay.start(jetstream(broker))
         await self.orchestrator.start(broker)
 
     async def stop(self) -> None:
         await self.orchestrator.stop()
         await self.relay.stop()
+        self.views.close()
         self.app.close()
         self.store.close()
 

@@ -90,6 +90,22 @@ class RunsApplication(RelayedApplication):
             return
         copy_artifacts(run, parent.run_id, self._artifact_events(parent.run_id), {"atomize"})
 
+    def copy_cell(self, run: Run, source_id: str, phase: str, types: tuple[str, ...]) -> bool:
+        """A cache hit: ``phase``'s artifacts and snapshot as ``source_id`` recorded them."""
+        source = self.find_run(source_id)
+        needs_snapshot = phase != "analyze"
+        if source is None or source.deleted or (needs_snapshot and phase not in source.snapshots):
+            return False
+        events = [
+            e
+            for e in self._artifact_events(source_id)
+            if e.type in types or (e.type == "SnapshotCreated" and e.data.get("phase") == phase)
+        ]
+        if not any(e.type == types[0] for e in events):
+            return False
+        copy_artifacts(run, source_id, events, {phase}, by_type=True)
+        return True
+
     def _artifact_events(self, run_id: str) -> list[RunEvent]:
         events, _ = self.run_events(run_id, types=sorted(INHERITABLE), limit=100_000)
         return events
@@ -182,8 +198,13 @@ def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -
         narrow(run, replay.get("indices"), command.limit)
 
 
-def copy_artifacts(run: Run, parent_id: str, events: list[RunEvent], phases: set[str]) -> None:
-    """Re-record the parent's artifacts of ``phases`` on ``run``, marked as inherited."""
+def copy_artifacts(
+    run: Run, parent_id: str, events: list[RunEvent], phases: set[str], *, by_type: bool = False
+) -> None:
+    """Re-record the parent's artifacts of ``phases`` on ``run``, marked as inherited.
+
+    With ``by_type`` the caller already picked the events (a cache cell).
+    """
     latest: dict[str, RunEvent] = {}
     for event in events:
         phase = INHERITABLE[event.type]
@@ -191,7 +212,7 @@ def copy_artifacts(run: Run, parent_id: str, events: list[RunEvent], phases: set
             phase = str(event.data.get("phase"))
         elif event.type == "DatasetTasksArtifact" and "AnalyzeArtifact" in latest:
             phase = "analyze"
-        if phase in phases:
+        if by_type or phase in phases:
             key = f"{event.type}:{event.data.get('phase', '')}"
             latest[key] = event
     for event in sorted(latest.values(), key=lambda e: e.seq):

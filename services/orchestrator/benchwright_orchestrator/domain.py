@@ -12,6 +12,7 @@ from eventsourcing.domain import Aggregate, event
 
 from benchwright_orchestrator.plan import MAX_RESTARTS, SNAPSHOT_PHASES, is_resumable_halt
 from benchwright_shared.fingerprint import load_bearing, run_fingerprint
+from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
 
 __all__ = [
@@ -92,6 +93,8 @@ class Run(Aggregate):
         self.restarts = 0
         self.started_phases: list[str] = []
         self.deleted = False
+        self.model_config_sha256: str | None = None
+        self.phase_fingerprints: dict[str, str] = {}
         self.status = "running"
         self.halted = False
         self.halt_reason: str | None = None
@@ -398,6 +401,14 @@ class Run(Aggregate):
         self._artifact(
             "ModelProxyArtifact", {"model_id": model_id, "litellm_config_yaml": litellm_config_yaml}
         )
+        self.model_config_sha256 = sha256_hex(f"{model_id}\x1e{litellm_config_yaml}")
+
+    @event("PhaseFingerprint")
+    def phase_fingerprint(
+        self, phase: str, fingerprint: str, cache_hit: bool, source_run_id: str | None
+    ) -> None:
+        """The hash of a phase's inputs; with ``cache_hit`` its work was copied, not done."""
+        self.phase_fingerprints[phase] = fingerprint
 
     @event("SnapshotCreated")
     def snapshot_created(

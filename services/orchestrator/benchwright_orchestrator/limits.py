@@ -120,7 +120,7 @@ class LimitWatch:
             recorded.model_micros
             + recorded.sandbox_micros
             + recorded.driver_micros
-            + self.pipeline.driver.cost_micros()
+            + self.pipeline.unreported_driver_micros()
         )
         self._last_cost = micros / 1e6
         return self._last_cost

@@ -84,7 +84,11 @@ class Phases(Sweep):
         )
         await self.work.ensure_sandbox()
         await self.work.snapshot("fetch")
-        if "analyze" not in self.run.plan:
+        self.after_cache_hit("fetch")
+
+    def after_cache_hit(self, phase: str) -> None:
+        """What a phase decides beyond its cached work: without Analyze, the selection."""
+        if phase == "fetch" and "analyze" not in self.run.plan:
             self._select(scope_selection({"kind": "all"}, cap=self.run.limit))
 
     def _select(self, selection: dict[str, Any]) -> None:

@@ -18,18 +18,30 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from benchwright_orchestrator.application import RunsApplication
+from benchwright_orchestrator.cache import (
+    CACHEABLE_PHASES,
+    CELL_EVENTS,
+    phase_fingerprint,
+    phase_inputs,
+)
 from benchwright_orchestrator.domain import Run, summarize
-from benchwright_orchestrator.driver.base import Driver, RequestReview, RestartPhase
+from benchwright_orchestrator.driver.base import Driver, DriverUsage, RequestReview, RestartPhase
 from benchwright_orchestrator.limits import LimitWatch
 from benchwright_orchestrator.phases import Phases
 from benchwright_orchestrator.plan import is_resumable_halt, plan_phases
 from benchwright_orchestrator.replies import Replies
 from benchwright_orchestrator.workspace import PhaseError, Workspace
+from benchwright_shared.bus import publish_event
+from benchwright_shared.contracts import DriverUsageRecorded
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 __all__ = ["PhaseError", "PipelineDeps", "RunPipeline"]
+
+
+# (phase, fingerprint, account) -> the run that recorded that cell, if any.
+CellLookup = Callable[[str, str, str], Awaitable[str | None]]
 
 
 @dataclass
@@ -40,6 +52,7 @@ class PipelineDeps:
     broker: NatsBroker
     replies: Replies
     settings: Settings
+    find_cell: CellLookup | None = None
 
 
 class _Parked(Exception):
@@ -62,6 +75,7 @@ class RunPipeline(Phases):
         self.outcomes: dict[int, tuple[str, int]] = {}
         self.trials: dict[int, dict[int, tuple[float | None, dict[str, Any], int]]] = {}
         self.limits = LimitWatch(self)
+        self._reported = DriverUsage()
 
     def request_halt(self, halt_reason: str) -> None:
         """Stop at once: the running phase is interrupted, then the run is torn down."""
@@ -73,6 +87,57 @@ class RunPipeline(Phases):
     async def save(self) -> None:
         await self.deps.store.run(self.deps.app.save, self.run)
         self.deps.relay.wake()
+
+    async def _from_cache(self, phase: str) -> bool:
+        """Fingerprint a cacheable phase; copy a matching cell's work instead of doing it."""
+        if phase not in CACHEABLE_PHASES:
+            return False
+        fingerprint = phase_fingerprint(
+            phase_inputs(phase, self.run, self.driver.name, self.driver.model)
+        )
+        lookup = self.deps.find_cell
+        source = await lookup(phase, fingerprint, self.run.account) if lookup else None
+        if source == self.run.run_id:
+            source = None
+        if source is not None:
+            copied = await self.deps.store.run(
+                self.deps.app.copy_cell, self.run, source, phase, CELL_EVENTS[phase]
+            )
+            if not copied:
+                source = None  # the cell's run is gone: do the work
+        self.run.phase_fingerprint(
+            phase=phase, fingerprint=fingerprint, cache_hit=source is not None, source_run_id=source
+        )
+        if source is not None:
+            self.run.agent_text(
+                phase=phase, text=f"cache hit: {phase} reused from run {source} ({fingerprint})"
+            )
+            await self.save()
+        return source is not None
+
+    def unreported_driver_micros(self) -> int:
+        return self.driver.usage().cost_micros - self._reported.cost_micros
+
+    async def report_driver_usage(self) -> None:
+        """Tell billing what the Driver spent since the last report (after each phase)."""
+        now = self.driver.usage()
+        if now.calls == self._reported.calls:
+            return
+        delta = DriverUsageRecorded(
+            usage_id=f"{self.run.run_id}:driver:{now.calls}",
+            run_id=self.run.run_id,
+            account=self.run.account,
+            model_id=self.driver.model or self.driver.name,
+            calls=now.calls - self._reported.calls,
+            prompt_tokens=now.prompt_tokens - self._reported.prompt_tokens,
+            completion_tokens=now.completion_tokens - self._reported.completion_tokens,
+            cost_micros=now.cost_micros - self._reported.cost_micros,
+        )
+        try:
+            await publish_event(self.deps.broker, delta, msg_id=f"driver-usage:{delta.usage_id}")
+        except Exception:
+            return  # reported with the next phase's figures
+        self._reported = DriverUsage(**vars(now))
 
     async def inherit_scorer(self) -> None:
         await self.deps.store.run(self.deps.app.inherit_scorer, self.run)
@@ -208,7 +273,10 @@ class RunPipeline(Phases):
         self.limits.phase_started(phase)
         started = time.monotonic()
         try:
-            await work()
+            if await self._from_cache(phase):
+                self.after_cache_hit(phase)
+            else:
+                await work()
         except (RestartPhase, RequestReview):
             raise
         except Exception as exc:
@@ -227,5 +295,7 @@ class RunPipeline(Phases):
             )
             await self.save()
             raise error from exc
+        finally:
+            await self.report_driver_usage()
         self.run.complete_phase(phase=phase, duration_ms=int((time.monotonic() - started) * 1000))
         await self.save()

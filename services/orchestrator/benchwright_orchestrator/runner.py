@@ -8,7 +8,7 @@ from faststream.nats import NatsBroker
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run, RunError
 from benchwright_orchestrator.driver.select import select_driver
-from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
+from benchwright_orchestrator.pipeline import CellLookup, PipelineDeps, RunPipeline
 from benchwright_orchestrator.replies import Replies
 from benchwright_shared.contracts import (
     DeleteRun,
@@ -28,8 +28,15 @@ log = logging.getLogger(__name__)
 
 class Orchestrator:
     def __init__(
-        self, settings: Settings, app: RunsApplication, store: BlockingStore, relay: Relay
+        self,
+        settings: Settings,
+        app: RunsApplication,
+        store: BlockingStore,
+        relay: Relay,
+        *,
+        find_cell: CellLookup | None = None,
     ) -> None:
+        self.find_cell = find_cell
         self.settings = settings
         self.app = app
         self.store = store
@@ -63,6 +70,7 @@ class Orchestrator:
             broker=self.broker,
             replies=self.replies,
             settings=self.settings,
+            find_cell=self.find_cell,
         )
         pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings))
         task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")

@@ -1,21 +1,28 @@
-"""Materialize: every selected task, k trials each, through the scorer in the sandbox.
+"""Materialize: every selected task, k trials each, through the scorer in a sandbox.
 
+Sequentially, every task runs in the shared work sandbox; in fanout, each task
+runs in a task sandbox of its own (``fanout.py`` says which mode a run gets).
 Results arrive in batches and are saved in batches (one save per batch, not
 per task). A (task, trial) already on record is never sent again, which is
 what makes a resumed sweep cheap and a repeated batch harmless.
 """
 
 import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from benchwright_orchestrator.fanout import TaskSandboxes, explain_materialize_mode
 from benchwright_orchestrator.plan import selected_indices
 from benchwright_orchestrator.workspace import PhaseError
 from benchwright_shared.bus import send_command
 from benchwright_shared.contracts import (
+    ModelAttached,
     RunTasks,
     SandboxCommandFailed,
+    SandboxFile,
     SandboxTaskResults,
     SandboxTasksFinished,
+    TaskOutcome,
     TaskSpec,
 )
 from benchwright_shared.scoring import aggregate
@@ -49,25 +56,56 @@ class Sweep:
         return selected_indices(self.run.selection, total)
 
     async def _materialize(self) -> None:
+        mode, why = explain_materialize_mode(
+            backend=self._sandbox_backend(),
+            harness=None,  # no harness bridges yet: every run uses our own
+            product_snapshot=False,  # no product-sandbox runs yet
+            override=self.settings.materialize_mode,
+        )
+        self.run.agent_text(phase="materialize", text=f"materialize mode: {mode} ({why})")
         model = await self.work.attach()
-        sandbox_id = await self.work.ensure_sandbox()
+        if mode == "fanout":
+            await self._fanout(model)
+        else:
+            sandbox_id = await self.work.ensure_sandbox()
+            await self._sweep(sandbox_id, self._unsent(self.selected()), model)
+
+    def _sandbox_backend(self) -> str:
+        """The backend the run's sandboxes live on (``local`` when none is open)."""
+        open_sandboxes = self.run.open_sandboxes
+        if self.work.sandbox_id in open_sandboxes:
+            return open_sandboxes[self.work.sandbox_id]
+        return next(iter(open_sandboxes.values()), "local")
+
+    def _unsent(self, indices: list[int]) -> list[TaskSpec]:
+        """The (task, trial) pairs without a result: nothing on record is sent again."""
+        return [
+            TaskSpec(index=i, trial=t)
+            for i in indices
+            for t in range(self.trials_k)
+            if i not in self.outcomes and t not in self.trials.get(i, {})
+        ]
+
+    def _concurrency(self, model: ModelAttached) -> int:
+        # A model that serves one call at a time gets one task at a time, so
+        # task durations measure the task rather than the queue before it.
+        return min(
+            self.settings.task_concurrency,
+            model.max_concurrency or self.settings.task_concurrency,
+        )
+
+    async def _sweep(self, sandbox_id: str, tasks: list[TaskSpec], model: ModelAttached) -> None:
+        """Run ``tasks`` in a sandbox, saving each batch of results as it arrives.
+
+        Raises ``PhaseError`` when the sandbox fails or goes silent.
+        """
         invocation = self.run.invocations["materialize"]
         command = RunTasks(
             command_id=self.work.command_id(),
             run_id=self.run.run_id,
             sandbox_id=sandbox_id,
-            tasks=[
-                TaskSpec(index=i, trial=t)
-                for i in self.selected()
-                for t in range(self.trials_k)
-                if i not in self.outcomes and t not in self.trials.get(i, {})
-            ],
-            # A model that serves one call at a time gets one task at a time, so
-            # task durations measure the task rather than the queue before it.
-            concurrency=min(
-                self.settings.task_concurrency,
-                model.max_concurrency or self.settings.task_concurrency,
-            ),
+            tasks=tasks,
+            concurrency=self._concurrency(model),
             timeout_s=self.limits.task_timeout_s(),
             env={
                 "BW_MODEL_PROXY_URL": model.proxy_url,
@@ -86,7 +124,7 @@ class Sweep:
                 except TimeoutError:
                     raise PhaseError("timeout", "the sandbox stopped reporting results") from None
                 if isinstance(reply, SandboxTaskResults):
-                    self._record_results(reply, invocation)
+                    self._record_results(reply.results, invocation)
                     await self.save()
                 elif isinstance(reply, SandboxTasksFinished):
                     if reply.error_type:
@@ -97,9 +135,67 @@ class Sweep:
         finally:
             self.work.replies.forget(command.command_id)
 
-    def _record_results(self, batch: SandboxTaskResults, invocation: int) -> None:
+    # -- fanout ---------------------------------------------------------------------
+    async def _fanout(self, model: ModelAttached) -> None:
+        """Each unfinished task in its own task sandbox, a bounded number at a time.
+
+        A task whose sandbox fails gets ``err`` rows; a halt cancels the workers,
+        whose ``finally`` kills the sandboxes they hold.
+        """
+        code = await self.work.scorer_code()
+        sandboxes = TaskSandboxes(
+            work=self.work,
+            backend=self._sandbox_backend(),
+            snapshot=self.run.latest_snapshot(),
+            files=[SandboxFile(path="task_impl.py", content=code)] if code else [],
+        )
+        todo = [(i, unsent) for i in self.selected() if (unsent := self._unsent([i]))]
+        queue = iter(todo)  # shared by the workers: each task is taken once
+
+        async def worker() -> None:
+            for index, unsent in queue:
+                await self._fanout_task(sandboxes, index, unsent, model)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(self._concurrency(model), len(todo))):
+                    group.create_task(worker())
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # not a sandbox's failure: the phase fails
+
+    async def _fanout_task(
+        self, sandboxes: TaskSandboxes, index: int, unsent: list[TaskSpec], model: ModelAttached
+    ) -> None:
+        sandbox_id: str | None = None
+        detail = "the task sandbox finished without reporting this trial"
+        try:
+            sandbox_id = await sandboxes.create()
+            await self._sweep(sandbox_id, unsent, model)
+        except PhaseError as exc:
+            started = "crashed" if sandbox_id else "did not start"
+            detail = f"the task sandbox {started}: {exc.error_type}: {exc.detail}"[:2000]
+        finally:
+            if sandbox_id is not None:
+                await sandboxes.kill(sandbox_id)
+        missing = [s for s in self._unsent([index]) if s in unsent]
+        if missing:
+            crashed = [
+                TaskOutcome(
+                    index=s.index,
+                    trial=s.trial,
+                    task_id=str(s.index),
+                    outcome="err",
+                    error_type="sandbox_crash",
+                    error=detail,
+                )
+                for s in missing
+            ]
+            self._record_results(crashed, self.run.invocations["materialize"])
+            await self.save()
+
+    def _record_results(self, results: Iterable[TaskOutcome], invocation: int) -> None:
         aggregator = self.run.trials["aggregator"]
-        for r in batch.results:
+        for r in results:
             seen = self.trials.setdefault(r.index, {})
             if r.index in self.outcomes or r.trial in seen:
                 continue  # a repeated batch: each trial is recorded once

@@ -204,7 +204,7 @@ class Workspace:
                 timeout=30,
             )
         except PhaseError:
-            return  # the sandbox-manager reaps orphans; the run still finishes
+            return  # already gone, or the manager is down: the run still finishes
         if isinstance(reply, SandboxKilled):
             self.run.sandbox_killed(
                 sandbox_id=reply.sandbox_id,

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
+from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
 from benchwright_proxy.usage import CallRecord
 from benchwright_shared.contracts import SutRef
@@ -99,7 +100,7 @@ def build_http_app(
                     provider=sut.provider,
                     prompt_tokens=int(usage.get("prompt_tokens") or 0),
                     completion_tokens=int(usage.get("completion_tokens") or 0),
-                    cost_micros=provider.cost_micros(sut, usage) if provider and usage else 0,
+                    cost_micros=call_cost_micros(pool.settings.model_prices, sut, usage, provider),
                     latency_ms=int((time.perf_counter() - started) * 1000),
                     ok=status < 400,
                 )

@@ -12,6 +12,7 @@ from benchwright_shared.projection import Projection, ViewCursor
 
 class RunSummariesProjection(Projection):
     name = "run_summaries"
+    version = 2
     tables = {
         "run_summaries": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, model TEXT NOT NULL, "
@@ -26,7 +27,7 @@ class RunSummariesProjection(Projection):
         kind, data, run_id = message.get("type"), message.get("data", {}), message.get("run_id")
         table = cur.table("run_summaries")
         if kind == "RunLaunched":
-            sut = data.get("sut", {})
+            sut = data.get("sut") or {}
             cur.execute(
                 f"INSERT INTO {table} (run_id, account, model, launched_benchmark_id, "
                 "launched_subset_id, impl_seen, status) VALUES (?, ?, ?, ?, ?, ?, 'running') "
@@ -34,16 +35,32 @@ class RunSummariesProjection(Projection):
                 [
                     run_id,
                     data.get("account", ""),
-                    f"{sut.get('provider')}/{sut.get('model')}",
+                    f"{sut.get('provider')}/{sut.get('model')}" if sut else "",
                     data.get("benchmark_id"),
                     data.get("subset_id"),
                     data.get("impl_id"),
                 ],
             )
-        elif kind == "SetupArtifact":
+        elif kind == "BenchmarkResolved":
+            # A natural-language launch learns its benchmark (and maybe model) in Find.
+            sut = data.get("sut") or {}
             cur.execute(
-                f"UPDATE {table} SET impl_seen = ? WHERE run_id = ?", [data.get("impl_id"), run_id]
+                f"UPDATE {table} SET launched_benchmark_id = ?, launched_subset_id = ?, "
+                "model = COALESCE(NULLIF(?, ''), model) WHERE run_id = ?",
+                [
+                    data.get("benchmark_id"),
+                    data.get("subset_id"),
+                    f"{sut['provider']}/{sut['model']}" if sut else None,
+                    run_id,
+                ],
             )
+        elif kind in ("SetupArtifact", "AtomizeArtifact", "DatasetTasksArtifact"):
+            column = "launched_subset_id" if kind == "DatasetTasksArtifact" else "impl_seen"
+            value = data.get("subset_id" if kind == "DatasetTasksArtifact" else "impl_id")
+            if value:
+                cur.execute(f"UPDATE {table} SET {column} = ? WHERE run_id = ?", [value, run_id])
+        elif kind == "RunDeleted":
+            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         elif kind == "PipelineFinished":
             summary = data.get("summary") or {}
             cur.execute(

@@ -210,7 +210,12 @@ class SandboxManager:
             await self.fail(command.command_id, command.run_id, "no_sandbox", command.sandbox_id)
             return
         if sandbox.killed:
-            return  # a repeated kill: the first one's event already answered
+            # Answer, so a caller that missed the first kill's reply does not wait it out;
+            # a redelivered command's caller already had its answer and ignores this one.
+            await self.fail(
+                command.command_id, command.run_id, "already_killed", command.sandbox_id
+            )
+            return
         backend = self.backend(sandbox.backend)
         await backend.kill(command.sandbox_id)
         await self.store.run(

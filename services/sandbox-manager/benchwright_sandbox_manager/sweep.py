@@ -87,7 +87,12 @@ async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
             batch.append(TaskOutcome.model_validate_json(line))
             batch_bytes += len(line)
             completed += 1
-            if len(batch) >= BATCH_MAX or time.monotonic() - last_flush > BATCH_WAIT_S:
+            # The first result goes out at once: it is what a watcher waits for.
+            if (
+                batches == 0
+                or len(batch) >= BATCH_MAX
+                or time.monotonic() - last_flush > BATCH_WAIT_S
+            ):
                 await flush()
     except BackendError as exc:
         error_type, detail = "sandbox_exec_failed", str(exc)

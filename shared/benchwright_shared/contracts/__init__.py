@@ -23,6 +23,7 @@ from benchwright_shared.contracts.commands import (
     TaskSpec,
 )
 from benchwright_shared.contracts.events import (
+    DriverUsageRecorded,
     ModelAttached,
     ModelUsageRecorded,
     SandboxCommandFailed,
@@ -65,6 +66,7 @@ __all__ = [
     "CreateSandbox",
     "DeleteRun",
     "DetachModel",
+    "DriverUsageRecorded",
     "ExecInSandbox",
     "GetImpl",
     "GetRunCost",

@@ -128,6 +128,22 @@ class ModelAttached(Contract):
     max_concurrency: int | None = None
 
 
+class DriverUsageRecorded(Contract):
+    """What a run's Driver spent on its own model since the last report (not the SUT's)."""
+
+    subject: ClassVar[str] = subjects.DRIVER_USAGE_RECORDED
+
+    usage_id: str
+    run_id: str
+    account: str
+    model_id: str
+    source: Literal["driver"] = "driver"
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_micros: int = 0
+
+
 class ModelUsageRecorded(Contract):
     """A run's proxied model calls over a short window: tokens, latency, cost.
 

@@ -73,6 +73,16 @@ class BenchmarkResolved(_Data):
     notes: list[str] = Field(default_factory=list)
 
 
+class PhaseFingerprint(_Data):
+    """The hash of a phase's inputs. With ``cache_hit`` the phase copied the artifacts
+    and snapshot that ``source_run_id`` recorded for the same hash, and did no work."""
+
+    phase: str
+    fingerprint: str
+    cache_hit: bool = False
+    source_run_id: str | None = None
+
+
 class PhaseRestarted(_Data):
     phase: str
     reason: str
@@ -278,6 +288,7 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
         PhaseStarted,
         PhaseCompleted,
         PhaseFailed,
+        PhaseFingerprint,
         PhaseRestarted,
         HaltCleared,
         AgentTextEvent,

@@ -13,7 +13,12 @@ from benchwright_shared.bus import ask
 from benchwright_shared.contracts import RebuildProjection, RebuildResult
 
 # Which service owns each projection.
-PROJECTION_OWNERS = {"runs": "gateway", "run_summaries": "registry", "ledger": "billing"}
+PROJECTION_OWNERS = {
+    "runs": "gateway",
+    "run_summaries": "registry",
+    "ledger": "billing",
+    "phase_cells": "orchestrator",
+}
 
 
 def build_router(

@@ -100,7 +100,8 @@ def render_task(row: dict[str, Any]) -> dict[str, Any]:
         "index": row["idx"],
         "invocation": row["invocation"],
         "score": row.get("score"),
-        "outcome": row.get("outcome"),
+        # A task with some trials in and others still out is running.
+        "outcome": row.get("outcome") or "running",
         "output_preview": preview(row.get("output")),
         "error_type": row.get("error_type"),
         "duration_ms": row.get("duration_ms"),

@@ -75,14 +75,19 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         page_token: str | None = None,
     ) -> dict[str, Any]:
         caller.require("runs:read")
-        await load_run(caller, run_id)
+        run = await load_run(caller, run_id)
         after = parse_task_row_id(page_token) if page_token else None
         if page_token and after is None:
             raise ProblemError(400, "invalid page_token", field="page_token")
         outcomes = None if passed is None else (("pass",) if passed else ("fail",))
         rows = await ctx.read(
             lambda cur: views.list_tasks(
-                cur, run_id, outcomes=outcomes, after=after, limit=limit + 1
+                cur,
+                run_id,
+                outcomes=outcomes,
+                after=after,
+                limit=limit + 1,
+                include_running=passed is None and run["status"] == "running",
             )
         )
         more = len(rows) > limit

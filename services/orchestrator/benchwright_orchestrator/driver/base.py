@@ -79,6 +79,16 @@ class Scorer:
     check: dict[str, Any]
 
 
+@dataclass
+class DriverUsage:
+    """Cumulative: calls, tokens and cost of a Driver's own model."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_micros: int = 0
+
+
 class DriverTools(Protocol):
     """The pipeline's side of the Driver's work; every call is logged."""
 
@@ -131,6 +141,6 @@ class Driver(Protocol):
         tools: DriverTools,
     ) -> Scorer: ...
 
-    def cost_micros(self) -> int:
-        """What the Driver's own model calls have cost so far."""
+    def usage(self) -> "DriverUsage":
+        """What the Driver's own model calls have used so far in this process."""
         ...

@@ -25,6 +25,7 @@ from benchwright_orchestrator.driver.base import (
     Analysis,
     DriverError,
     DriverTools,
+    DriverUsage,
     RequestReview,
     Resolution,
     RestartPhase,
@@ -153,11 +154,17 @@ class LiteLLMDriver:
         self.model: str | None = model
         self.note = note
         self.settings = settings
-        self._spent_micros = 0
+        self._usage = DriverUsage()
         self._files: dict[str, str] = {}
 
-    def cost_micros(self) -> int:
-        return self._spent_micros
+    def usage(self) -> DriverUsage:
+        return self._usage
+
+    def _count(self, usage: dict[str, Any] | None, micros: int) -> None:
+        self._usage.calls += 1
+        self._usage.prompt_tokens += int((usage or {}).get("prompt_tokens") or 0)
+        self._usage.completion_tokens += int((usage or {}).get("completion_tokens") or 0)
+        self._usage.cost_micros += micros
 
     # -- talking to the Driver's model ------------------------------------------------
     async def _complete(
@@ -176,6 +183,8 @@ class LiteLLMDriver:
             if response.status_code >= 400:
                 raise DriverError("driver_model_error", response.text[:500])
             reply: dict[str, Any] = response.json()
+            # A self-hosted endpoint has no price list: tokens are counted, cost is zero.
+            self._count(reply.get("usage"), 0)
             return reply
         os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -184,15 +193,19 @@ class LiteLLMDriver:
         route = f"{LITELLM_PREFIXES.get(provider, provider)}/{name}"
         try:
             result = await litellm.acompletion(model=route, api_key=key, num_retries=2, **body)
+        except Exception as exc:
+            raise DriverError("driver_model_error", f"{type(exc).__name__}: {exc}"[:500]) from None
+        dumped: dict[str, Any] = result.model_dump()
+        try:
             prompt, completion = litellm.cost_per_token(
                 model=route,
                 prompt_tokens=result.usage.prompt_tokens,
                 completion_tokens=result.usage.completion_tokens,
             )
-            self._spent_micros += dollars_to_micros(prompt + completion)
-        except Exception as exc:
-            raise DriverError("driver_model_error", f"{type(exc).__name__}: {exc}"[:500]) from None
-        dumped: dict[str, Any] = result.model_dump()
+            micros = dollars_to_micros(prompt + completion)
+        except Exception:
+            micros = 0  # a model without a known price: tokens still count
+        self._count(dumped.get("usage"), micros)
         return dumped
 
     async def _converse(

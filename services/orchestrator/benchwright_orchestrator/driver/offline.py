@@ -15,6 +15,7 @@ from benchwright_orchestrator.driver.base import (
     Analysis,
     DriverError,
     DriverTools,
+    DriverUsage,
     RequestReview,
     Resolution,
     RestartPhase,
@@ -32,8 +33,8 @@ class BuiltinDriver:
     def __init__(self, note: str | None = None) -> None:
         self.note = note
 
-    def cost_micros(self) -> int:
-        return 0
+    def usage(self) -> DriverUsage:
+        return DriverUsage()  # no model: nothing to pay for
 
     async def find(self, request: str, tools: DriverTools) -> Resolution:
         listing = await tools.list_catalog()
