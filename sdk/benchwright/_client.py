@@ -7,9 +7,13 @@ from types import TracebackType
 import httpx
 
 from ._config import resolve_config
+from ._errors import error_from_response
 from ._http import SyncHTTP
+from ._models import AttrDict
+from .resources._common import parse_dict
 from .resources.admin import Admin
 from .resources.runs import Runs
+from .resources.tokens import Tokens
 
 __all__ = ["Benchwright"]
 
@@ -25,6 +29,7 @@ class Benchwright:
 
     runs: Runs
     admin: Admin
+    tokens: Tokens
 
     def __init__(
         self,
@@ -41,6 +46,25 @@ class Benchwright:
         )
         self.runs = Runs(self._http)
         self.admin = Admin(self._http)
+        self.tokens = Tokens(self._http)
+
+    @classmethod
+    def login(
+        cls, username: str, password: str, base_url: str | None = None, **kwargs: object
+    ) -> Benchwright:
+        """A client holding a fresh session for ``username``: it can mint tokens."""
+        # Only the server's address is wanted here: no token exists before the login.
+        url = resolve_config(api_key="none yet", base_url=base_url).base_url
+        with httpx.Client(base_url=url, timeout=30) as http:
+            response = http.post("/v1/sessions", json={"username": username, "password": password})
+        if response.status_code != 201:
+            raise error_from_response(response)
+        token = str(response.json()["token"])
+        return cls(api_key=token, base_url=url, **kwargs)  # type: ignore[arg-type]
+
+    def me(self) -> AttrDict:
+        """Who this client's credential speaks for, and its scopes."""
+        return parse_dict(self._http.request("GET", "/v1/me"))
 
     @property
     def base_url(self) -> str:

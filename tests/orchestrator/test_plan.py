@@ -33,6 +33,10 @@ def test_each_launch_mode_runs_its_phases_in_order() -> None:
     ]  # fmt: skip
     with pytest.raises(PlanError):
         plan_phases("fork", has_impl=True, from_phase="report")
+    # A harness bridge brings its own data and scorer: no Find, Fetch, Analyze, Atomize.
+    assert plan_phases("natural_language", has_impl=False, harness="inspect") == [
+        "setup", "attach", "materialize", "report",
+    ]  # fmt: skip
 
 
 def test_a_fork_inherits_exactly_the_phases_before_its_rewind_point() -> None:

@@ -195,6 +195,8 @@ async def test_replay_inherits_the_scorer_and_selection_and_swaps_the_model(
         ({"request": "Run GSM8K", "benchmark": "GSM8K", "sut": sut(oracle)}, 400, "request"),
         ({"request": "Run GSM8K", "driver": "gpt"}, 400, "driver"),
         ({"request": "Run GSM8K", "operator": "builtin"}, 400, ""),
+        ({"request": "Run GSM8K", "harness": "inspect"}, 400, "harness"),
+        ({"request": "Run GSM8K", "harness": "nope"}, 400, "harness"),
     ):
         response = await client.post("/v1/runs", json=body)
         assert response.status_code == status, (body, response.text)
@@ -244,6 +246,11 @@ async def test_fork_rewinds_to_atomize_with_guidance_and_mints_a_new_impl(
         f"/v1/runs/{parent['id']}/fork", json={"description": "x", "from_phase": "report"}
     )
     assert bad.status_code == 400 and bad.json()["field"] == "from_phase"
+    swap = await client.post(
+        f"/v1/runs/{parent['id']}/fork",
+        json={"description": "x", "from_phase": "atomize", "sut": sut(oracle, "other")},
+    )
+    assert swap.status_code == 400 and swap.json()["field"] == "sut"
 
 
 async def test_a_duration_ceiling_halts_the_run_and_a_task_ceiling_fails_only_its_task(

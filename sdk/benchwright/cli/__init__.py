@@ -10,6 +10,7 @@ from .._version import __version__
 from ._admin import admin_app
 from ._run import run_app
 from ._server import serve, up
+from ._token import token_app
 
 __all__ = ["app", "main"]
 
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(run_app, name="run")
 app.add_typer(admin_app, name="admin")
+app.add_typer(token_app, name="token")
 app.command("up")(up)
 app.command("serve")(serve)
 

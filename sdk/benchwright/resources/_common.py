@@ -13,7 +13,7 @@ from httpx_sse import ServerSentEvent
 from pydantic import BaseModel, ValidationError
 
 from .._errors import APIResponseError, WaitTimeoutError
-from .._models import Run, RunEvent
+from .._models import AttrDict, Run, RunEvent
 from .._retry import RetryPolicy
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "launch_body",
     "new_idempotency_key",
     "parse",
+    "parse_dict",
     "parse_sse_event",
     "path_id",
     "types_param",
@@ -39,6 +40,13 @@ def parse[M: BaseModel](model: type[M], data: Any) -> M:
             f"unexpected {model.__name__} from the server: {exc.errors()[0]['msg']}"
             f" at {'.'.join(map(str, exc.errors()[0]['loc']))}"
         ) from exc
+
+
+def parse_dict(data: Any) -> AttrDict:
+    """A plain JSON object with attribute access."""
+    if not isinstance(data, dict):
+        raise APIResponseError(f"expected a JSON object from the server, got {type(data).__name__}")
+    return AttrDict(data)
 
 
 def path_id(value: str) -> str:

@@ -4,14 +4,16 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_gateway.api import admin, errors, launch, runs
+from benchwright_gateway.api import access, admin, errors, launch, runs
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.application import GatewayApplication
@@ -21,6 +23,7 @@ from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
+ADMIN_USERNAME = "admin"
 CREDENTIALS_FILE = "credentials.json"
 
 
@@ -55,9 +58,10 @@ class GatewayService:
 
         async def verify(token: str) -> Principal | None:
             found = await self.blocking.run(self.app.verify, token)
-            return Principal(found.account, tuple(found.scopes)) if found else None
+            return Principal(found.account, found.scopes, found.kind) if found else None
 
         principal = principal_dependency(verify)
+        http.include_router(access.build_router(self.ctx, principal))
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
@@ -69,25 +73,38 @@ class GatewayService:
         return http
 
     def ensure_admin_token(self) -> Path:
-        """Mint the first admin token and save it where the CLI and SDK look.
+        """Create the admin login and its first token; save both where the CLI and SDK look.
 
-        Only on first start: the file holds the only copy of the token.
+        Only on first start: the file holds the only copy of the password and the
+        token. The login opens sessions, which mint further tokens.
         """
         path = self.settings.data_dir / CREDENTIALS_FILE
+        saved: dict[str, Any] = {}
         if path.exists():
-            saved = json.loads(path.read_text())
-            if self.app.verify(saved.get("token", "")):
-                if saved.get("base_url") != self.settings.gateway_url:
+            saved = json.loads(path.read_text() or "{}")
+            if self.app.token_account(saved.get("token", "")):
+                if saved.get("base_url") != self.settings.gateway_url or "login" not in saved:
                     saved["base_url"] = self.settings.gateway_url
+                    saved.setdefault("login", self._admin_login())
                     _write_private(path, json.dumps(saved, indent=2))
                 return path
         token = self.app.mint_token(
             self.settings.default_account, list(ALL_SCOPES), "admin (benchwright up)"
         )
-        _write_private(
-            path, json.dumps({"base_url": self.settings.gateway_url, "token": token}, indent=2)
-        )
+        login = saved.get("login") or self._admin_login()
+        document = {"base_url": self.settings.gateway_url, "token": token, "login": login}
+        _write_private(path, json.dumps(document, indent=2))
         return path
+
+    def _admin_login(self) -> dict[str, str]:
+        """The deployment's admin login, created once with a random password."""
+        if self.app.find_login(ADMIN_USERNAME) is not None:
+            return {"username": ADMIN_USERNAME, "password": ""}  # set before; not recoverable
+        password = secrets.token_urlsafe(18)
+        self.app.create_login(
+            ADMIN_USERNAME, password, account=self.settings.default_account, admin=True
+        )
+        return {"username": ADMIN_USERNAME, "password": password}
 
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker
@@ -121,10 +138,14 @@ class GatewayService:
 
 
 def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by the owner only, all at once: a reader that sees the
+    file sees it whole (it is written aside, then renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.replace(staging, path)
 
 
 def build(settings: Settings) -> GatewayService:

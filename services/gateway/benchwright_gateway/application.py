@@ -1,31 +1,155 @@
-"""The gateway's own state: access tokens and idempotency records."""
+"""The gateway's own state: logins, sessions, access tokens and idempotency records."""
 
+import secrets
+import time
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
 
-from benchwright_gateway.domain import AccessToken, IdempotencyRecord, token_hash
+from benchwright_gateway.domain import (
+    ALL_SCOPES,
+    SESSION_PREFIX,
+    SESSION_TTL_S,
+    AccessToken,
+    IdempotencyRecord,
+    Login,
+    Session,
+    TokenIndex,
+    hash_password,
+    password_matches,
+    token_hash,
+)
 from benchwright_shared.ids import new_pat
+
+
+class AccessError(Exception):
+    """A credential or a request for one was refused; ``status`` says how."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a credential speaks for: a PAT's scopes, or a session (the account itself)."""
+
+    account: str
+    scopes: tuple[str, ...]
+    kind: str  # "pat" | "session"
+    token_id: str | None = None
 
 
 class GatewayApplication(Application[uuid.UUID]):
     name = "gateway"
 
+    # -- logins and sessions -----------------------------------------------------------
+    def create_login(
+        self, username: str, password: str, *, account: str | None = None, admin: bool = False
+    ) -> Login:
+        """A new login (and, without ``account``, a new account for it)."""
+        if len(password) < 12:
+            raise AccessError(400, "a password needs at least 12 characters")
+        login = Login(
+            username,
+            account or f"acct_{uuid.uuid4().hex[:12]}",
+            hash_password(password, secrets.token_bytes(16)),
+            admin,
+        )
+        try:
+            self.save(login)
+        except RecordConflictError:
+            raise AccessError(409, f"the username {username!r} is taken") from None
+        return login
+
+    def find_login(self, username: str) -> Login | None:
+        try:
+            found: Login = self.repository.get(Login.create_id(username))
+        except AggregateNotFoundError:
+            return None
+        return found
+
+    def open_session(self, username: str, password: str) -> tuple[str, Session]:
+        login = self.find_login(username)
+        # The same answer for an unknown user and a wrong password.
+        if login is None or not password_matches(password, login.password_hash):
+            raise AccessError(401, "unknown username or wrong password")
+        token = SESSION_PREFIX + secrets.token_urlsafe(32)
+        session = Session(
+            token_hash(token), login.account, login.username, login.admin,
+            time.time() + SESSION_TTL_S,
+        )  # fmt: skip
+        self.save(session)
+        return token, session
+
+    # -- personal access tokens --------------------------------------------------------
     def mint_token(self, account: str, scopes: list[str], label: str) -> str:
         """Mint a PAT; the plain token is returned once and never stored."""
+        unknown = sorted(set(scopes) - set(ALL_SCOPES))
+        if unknown:
+            raise AccessError(400, f"unknown scopes {unknown}; known: {list(ALL_SCOPES)}")
         token = new_pat()
-        self.save(AccessToken(token_hash(token), account, scopes, label))
+        hashed = token_hash(token)
+        index = self._token_index(account)
+        index.add(hashed[:12], hashed, label, sorted(set(scopes)), datetime.now(UTC).isoformat())
+        self.save(AccessToken(hashed, account, sorted(set(scopes)), label), index)
         return token
 
-    def verify(self, token: str) -> AccessToken | None:
+    def list_tokens(self, account: str) -> list[dict[str, object]]:
+        index = self._token_index(account)
+        return [
+            {k: v for k, v in entry.items() if k != "hashed"} for entry in index.tokens.values()
+        ]
+
+    def revoke_token(self, account: str, token_id: str) -> None:
+        index = self._token_index(account)
+        entry = index.tokens.get(token_id)
+        if entry is None:
+            raise AccessError(404, f"no token {token_id!r}")
+        if entry["revoked"]:
+            return
+        token: AccessToken = self.repository.get(AccessToken.create_id(str(entry["hashed"])))
+        token.revoke()
+        index.revoke(token_id)
+        self.save(token, index)
+
+    def _token_index(self, account: str) -> TokenIndex:
+        try:
+            found: TokenIndex = self.repository.get(TokenIndex.create_id(account))
+        except AggregateNotFoundError:
+            return TokenIndex(account)
+        return found
+
+    # -- who is calling ----------------------------------------------------------------
+    def verify(self, token: str) -> Caller | None:
         hashed = token_hash(token)
+        if token.startswith(SESSION_PREFIX):
+            try:
+                session: Session = self.repository.get(Session.create_id(hashed))
+            except AggregateNotFoundError:
+                return None
+            if not session.valid(time.time()):
+                return None
+            scopes = ALL_SCOPES if session.admin else tuple(s for s in ALL_SCOPES if s != "admin")
+            return Caller(session.account, tuple(scopes), "session")
         try:
             found: AccessToken = self.repository.get(AccessToken.create_id(hashed))
         except AggregateNotFoundError:
             return None
-        return None if found.revoked else found
+        if found.revoked:
+            return None
+        return Caller(found.account, tuple(found.scopes), "pat", hashed[:12])
 
+    def token_account(self, token: str) -> str | None:
+        """The account of a valid PAT (used at start-up to keep the saved admin token)."""
+        caller = self.verify(token)
+        return caller.account if caller and caller.kind == "pat" else None
+
+    # -- idempotency ------------------------------------------------------------------
     def remember_launch(
         self, account: str, key: str, body_sha256: str, run_id: str
     ) -> IdempotencyRecord:

@@ -1,6 +1,7 @@
 """Access tokens, idempotency records and the rules for showing a run. No I/O."""
 
 import hashlib
+import hmac
 import uuid
 from typing import Any
 
@@ -48,6 +49,93 @@ class AccessToken(Aggregate):
 
     def allows(self, scope: str) -> bool:
         return not self.revoked and (scope in self.scopes or "admin" in self.scopes)
+
+
+# A session is an account's login, good for minting tokens; it does not last.
+SESSION_TTL_S = 12 * 3600
+SESSION_PREFIX = "bw_session_"
+
+
+def hash_password(password: str, salt: bytes) -> str:
+    """scrypt (RFC 7914) with parameters fit for an interactive login."""
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
+    return f"scrypt${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    _, salt, _ = stored.split("$", 2)
+    return hmac.compare_digest(hash_password(password, bytes.fromhex(salt)), stored)
+
+
+class Login(Aggregate):
+    """A username and password that open sessions for one account."""
+
+    @staticmethod
+    def create_id(username: str) -> uuid.UUID:
+        return stable_uuid("login", username.lower())
+
+    @event("LoginCreated")
+    def __init__(self, username: str, account: str, password_hash: str, admin: bool) -> None:
+        self.username = username
+        self.account = account
+        self.password_hash = password_hash
+        self.admin = admin
+
+
+class Session(Aggregate):
+    """An open login, known only by its hash, expiring."""
+
+    @staticmethod
+    def create_id(hashed: str) -> uuid.UUID:
+        return stable_uuid("session", hashed)
+
+    @event("SessionOpened")
+    def __init__(
+        self, hashed: str, account: str, username: str, admin: bool, expires_at: float
+    ) -> None:
+        self.hashed = hashed
+        self.account = account
+        self.username = username
+        self.admin = admin
+        self.expires_at = expires_at
+        self.closed = False
+
+    @event("SessionClosed")
+    def close(self) -> None:
+        self.closed = True
+
+    def valid(self, now: float) -> bool:
+        return not self.closed and now < self.expires_at
+
+
+class TokenIndex(Aggregate):
+    """An account's tokens by id (a prefix of the hash), with labels and scopes."""
+
+    @staticmethod
+    def create_id(account: str) -> uuid.UUID:
+        return stable_uuid("tokens", account)
+
+    @event("TokenIndexOpened")
+    def __init__(self, account: str) -> None:
+        self.account = account
+        self.tokens: dict[str, dict[str, Any]] = {}
+
+    @event("TokenListed")
+    def add(
+        self, token_id: str, hashed: str, label: str, scopes: list[str], created_at: str
+    ) -> None:
+        self.tokens[token_id] = {
+            "id": token_id,
+            "hashed": hashed,
+            "label": label,
+            "scopes": scopes,
+            "created_at": created_at,
+            "revoked": False,
+        }
+
+    @event("TokenUnlisted")
+    def revoke(self, token_id: str) -> None:
+        self.tokens[token_id]["revoked"] = True
 
 
 class IdempotencyRecord(Aggregate):

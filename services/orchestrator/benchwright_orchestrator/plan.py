@@ -33,8 +33,16 @@ class PlanError(ValueError):
     """A launch asks for a shape the pipeline cannot run."""
 
 
-def plan_phases(mode: str, *, has_impl: bool, from_phase: str | None = None) -> list[str]:
+BRIDGE_HARNESSES = ("inspect", "lmeval", "lighteval", "harbor")
+
+
+def plan_phases(
+    mode: str, *, has_impl: bool, from_phase: str | None = None, harness: str | None = None
+) -> list[str]:
     """The phases a run of ``mode`` executes, in order."""
+    if harness in BRIDGE_HARNESSES and mode in ("natural_language", "pinned"):
+        # The harness brings its dataset and scorer, and its task names the benchmark.
+        return ["setup", "attach", "materialize", "report"]
     if mode == "natural_language":
         return ["find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report"]
     if mode == "pinned":

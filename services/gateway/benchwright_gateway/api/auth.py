@@ -12,6 +12,18 @@ from benchwright_gateway.api.errors import ProblemError
 class Principal:
     account: str
     scopes: tuple[str, ...]
+    # "pat" for a personal access token, "session" for an account's login.
+    kind: str = "pat"
+
+    def require_session(self, what: str) -> None:
+        if self.kind != "session":
+            raise ProblemError(
+                403,
+                "an account session is required",
+                f"{what} needs an account session (POST /v1/sessions), not an access token",
+                field="Authorization",
+                code="session_required",
+            )
 
     def require(self, scope: str) -> None:
         if scope not in self.scopes and "admin" not in self.scopes:

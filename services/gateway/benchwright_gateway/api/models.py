@@ -2,7 +2,15 @@
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 
@@ -67,6 +75,7 @@ ENFORCED_LIMITS = {
 PHASE_NAMES = ("find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report")
 FORKABLE_PHASES = ("fetch", "analyze", "setup", "attach", "atomize", "materialize")
 DRIVERS = ("builtin", "litellm")
+HARNESSES = ("benchwright", "inspect", "lmeval", "lighteval", "harbor")
 
 
 class ConstraintsIn(BaseModel):
@@ -142,10 +151,23 @@ class LaunchRequest(BaseModel):
     replay: ReplayIn | None = None
     sut: SutIn | None = None
     driver: str | None = Field(default=None, max_length=300)
+    harness: str | None = None
     trials: TrialsIn | None = None
     limits: dict[str, Any] | None = None
     constraints: ConstraintsIn | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
+
+    @field_validator("harness")
+    @classmethod
+    def _harness(cls, value: str | None) -> str | None:
+        if value is None or value == "benchwright":
+            return value
+        if value in HARNESSES:
+            raise ValueError(
+                f"the {value!r} harness bridge is not available in this deployment; "
+                "omit 'harness' to have the Driver write the scorer"
+            )
+        raise ValueError(f"unknown harness {value!r}; one of {', '.join(HARNESSES)}")
 
     @field_validator("limits")
     @classmethod
@@ -219,6 +241,17 @@ class ForkRequest(BaseModel):
     def _phase(cls, value: str) -> str:
         if value not in FORKABLE_PHASES:
             raise ValueError(f"cannot fork from {value!r}; one of {', '.join(FORKABLE_PHASES)}")
+        return value
+
+    @field_validator("sut")
+    @classmethod
+    def _model_swap_needs_attach(cls, value: SutIn | None, info: ValidationInfo) -> SutIn | None:
+        # After Attach the parent's model is on record: a new one must be attached anew.
+        if value is not None and info.data.get("from_phase") in ("atomize", "materialize"):
+            raise ValueError(
+                "a fork that swaps the model must rewind to 'attach' or earlier "
+                "(or replay the run with the new model)"
+            )
         return value
 
     @field_validator("driver")
