@@ -61,12 +61,37 @@ class Settings(BaseSettings):
     # prices for self-hosted models and overrides of LiteLLM's table.
     model_prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
+    # The vault's Fernet key (urlsafe base64, 32 bytes); without it one is made once
+    # into the proxy's data directory (0600). Read by the proxy service only.
+    vault_key: str | None = None
+
     # Provider keys are read by the proxy service only.
     openrouter_api_key: str | None = None
     together_api_key: str | None = None
 
     # JetStream consumer redelivery bound for failing handlers.
     max_deliver: int = 5
+
+    # The `local` sandbox backend (bubblewrap; docs/decisions/0013). Limits apply to
+    # each command; CPU, memory and file size per process, processes per sandbox.
+    sandbox_cpu_seconds: int = 600
+    sandbox_memory_mb: int = 4096
+    sandbox_file_size_mb: int = 1024
+    sandbox_max_procs: int = 256
+    # What a sandbox's own directory may hold; a command past it is killed.
+    sandbox_disk_mb: int = 4096
+    # The in-memory /tmp (and /dev/shm) each command gets.
+    sandbox_tmp_mb: int = 256
+    # Run scorers WITHOUT isolation when bubblewrap or namespaces are unavailable.
+    # Only for code you trust: the scorer can read what the service's user can.
+    sandbox_unisolated: bool = False
+    sandbox_bwrap: str = "bwrap"
+    # When the sandbox-manager runs as root, each sandbox runs as its own uid from
+    # this base upwards (a hash of its id), never as root.
+    sandbox_uid_base: int = 1_000_000
+    # The egress proxy (HTTP CONNECT) sandboxes reach the internet through, if any;
+    # set as HTTP(S)_PROXY inside, reached through the sandbox's forwarder.
+    egress_proxy_url: str | None = None
 
     @property
     def uses_postgres(self) -> bool:

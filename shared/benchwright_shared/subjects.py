@@ -59,6 +59,13 @@ RESOLVE_BENCHMARK: Final = "bw.q.registry.resolve_benchmark.v1"
 GET_SUBSET_ROWS: Final = "bw.q.registry.subset_rows.v1"
 GET_IMPL: Final = "bw.q.registry.impl.v1"
 LIST_CATALOG: Final = "bw.q.registry.catalog.v1"
+# Request/reply only: a secret's value never rests on a stream.
+PUT_SECRET: Final = "bw.q.proxy.secrets.put.v1"
+READ_SECRETS: Final = "bw.q.proxy.secrets.read.v1"
+DELETE_SECRET: Final = "bw.q.proxy.secrets.delete.v1"
+UPDATE_HOST_POLICY: Final = "bw.q.proxy.host_policy.update.v1"
+READ_HOST_POLICY: Final = "bw.q.proxy.host_policy.read.v1"
+READ_BLOCKED_HOSTS: Final = "bw.q.proxy.blocked_hosts.read.v1"
 GET_RUN_EVENTS: Final = "bw.q.orchestrator.run_events.v1"
 
 

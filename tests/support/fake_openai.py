@@ -2,23 +2,79 @@
 
 It answers GSM8K-style prompts with "The answer is <n>", where n is read from
 a table the test supplies (or 42), and counts the calls it saw.
+
+Built with ``streaming=True`` it answers ``"stream": true`` requests with
+Server-Sent Events as OpenAI does: a role chunk, one chunk per word (with
+``stream_chunk_delay_s`` between them), a finish chunk, a usage chunk when the
+request asks for it (``stream_options.include_usage``) and ``stream_usage`` is
+on, then ``[DONE]``; ``stream_break_after=n`` drops the connection after n
+words. ``state["in_flight"]`` counts the calls being answered at once (a
+stream until its end), ``state["in_flight_at_arrival"]`` that count as each
+call arrived (itself included, in the order of ``state["times"]``).
 """
 
 import asyncio
+import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 Answer = Callable[[str], str]
 
 
 def default_answer(prompt: str) -> str:
     return "Let me think. The answer is 42."
+
+
+class StreamBrokenError(Exception):
+    """Raised inside a stream on purpose: uvicorn drops the connection mid-answer."""
+
+
+def _sse(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def _usage(prompt: str, text: str) -> dict[str, int]:
+    return {
+        "prompt_tokens": len(prompt.split()),
+        "completion_tokens": len(text.split()),
+        "total_tokens": len(prompt.split()) + len(text.split()),
+    }
+
+
+async def _stream(
+    state: dict[str, Any], body: dict[str, Any], prompt: str, text: str, call_id: str
+) -> AsyncIterator[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    try:
+        yield _sse(chunk({"role": "assistant", "content": ""}))
+        for i, word in enumerate(text.split(" ")):
+            if state["stream_break_after"] is not None and i >= state["stream_break_after"]:
+                raise StreamBrokenError("scripted: connection dropped mid-stream")
+            if state["stream_chunk_delay_s"]:
+                await asyncio.sleep(state["stream_chunk_delay_s"])
+            yield _sse(chunk({"content": word if i == 0 else " " + word}))
+        yield _sse(chunk({}, "stop"))
+        options = body.get("stream_options") or {}
+        if options.get("include_usage") and state["stream_usage"]:
+            usage = _usage(prompt, text)
+            yield _sse({**chunk({}), "choices": [], "usage": usage})
+        yield b"data: [DONE]\n\n"
+    finally:
+        state["in_flight"] -= 1
 
 
 def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
@@ -29,14 +85,29 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
         body = await request.json()
         state["calls"] += 1
         state["times"].append(time.monotonic())
-        if state["failures"]:
-            # Scripted upstream trouble first: (status, headers) per call.
-            status, headers = state["failures"].pop(0)
-            return JSONResponse({"error": {"message": "busy"}}, status, headers=headers)
-        state["auth"].add(request.headers.get("authorization", ""))
-        prompt = body["messages"][-1]["content"]
-        # A slow answer must not hold up the other calls, as a real server's would not.
-        text = await asyncio.to_thread(answer, prompt) if state["threaded"] else answer(prompt)
+        state.setdefault("in_flight", 0)
+        state["in_flight"] += 1
+        state["max_in_flight"] = max(state.get("max_in_flight", 0), state["in_flight"])
+        state.setdefault("in_flight_at_arrival", []).append(state["in_flight"])
+        streamed = False
+        try:
+            if state["failures"]:
+                # Scripted upstream trouble first: (status, headers) per call.
+                status, headers = state["failures"].pop(0)
+                return JSONResponse({"error": {"message": "busy"}}, status, headers=headers)
+            state["auth"].add(request.headers.get("authorization", ""))
+            prompt = body["messages"][-1]["content"]
+            # A slow answer must not hold up the other calls, as a real server's would not.
+            text = await asyncio.to_thread(answer, prompt) if state["threaded"] else answer(prompt)
+            if body.get("stream") and state.get("streaming"):
+                streamed = True
+                return StreamingResponse(
+                    _stream(state, body, prompt, text, f"chatcmpl-{state['calls']}"),
+                    media_type="text/event-stream",
+                )
+        finally:
+            if not streamed:
+                state["in_flight"] -= 1
         return {
             "id": f"chatcmpl-{state['calls']}",
             "object": "chat.completion",
@@ -48,11 +119,7 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {
-                "prompt_tokens": len(prompt.split()),
-                "completion_tokens": len(text.split()),
-                "total_tokens": len(prompt.split()) + len(text.split()),
-            },
+            "usage": _usage(prompt, text),
         }
 
     return app
@@ -67,6 +134,10 @@ class FakeOpenAIServer:
         failures: Sequence[tuple[int, dict[str, str]]] = (),
         *,
         threaded: bool = False,
+        streaming: bool = False,
+        stream_chunk_delay_s: float = 0.0,
+        stream_usage: bool = True,
+        stream_break_after: int | None = None,
     ) -> None:
         self.state: dict[str, Any] = {
             "threaded": threaded,
@@ -74,6 +145,13 @@ class FakeOpenAIServer:
             "auth": set(),
             "times": [],
             "failures": list(failures),
+            "streaming": streaming,
+            "stream_chunk_delay_s": stream_chunk_delay_s,
+            "stream_usage": stream_usage,
+            "stream_break_after": stream_break_after,
+            "in_flight": 0,
+            "max_in_flight": 0,
+            "in_flight_at_arrival": [],
         }
         self.app = build_app(answer, self.state)
         self.port = 0

@@ -174,3 +174,75 @@ async def test_the_cli_mints_a_token_from_the_local_admin_login(
         CliRunner().invoke, app, ["token", "create", "--username", "admin", "--password", "nope"]
     )
     assert wrong.exit_code != 0
+
+
+async def test_secrets_are_write_only_and_the_host_policy_is_the_accounts(
+    platform: Platform,
+) -> None:
+    client = platform.client
+    assert client
+    value = "sk-or-v1-" + "9" * 40 + "ZZZZ"
+    created = await client.post(
+        "/v1/secrets",
+        json={
+            "name": "openrouter",
+            "value": value,
+            "description": "OpenRouter key",
+            "rules": [{"host_pattern": "openrouter.ai", "inject_kind": "bearer"}],
+        },
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["preview"] == "••••ZZZZ" and created.json()["version"] == 1
+    again = await client.post("/v1/secrets", json={"name": "openrouter", "value": "x" * 20})
+    assert again.status_code == 409 and again.json()["field"] == "name"
+    bad = await client.post(
+        "/v1/secrets",
+        json={"name": "x", "value": "v", "rules": [{"host_pattern": "https://a.b/c"}]},
+    )
+    assert bad.status_code == 400 and bad.json()["field"].startswith("rules")
+    rotated = await client.patch("/v1/secrets/openrouter", json={"value": value + "2"})
+    assert rotated.json()["version"] == 2
+    assert (await client.patch("/v1/secrets/nope", json={"value": "y" * 20})).status_code == 404
+    listed = (await client.get("/v1/secrets")).json()["data"]
+    assert [s["name"] for s in listed] == ["openrouter"]
+    # Adding the secret allowed its host.
+    policy = (await client.get("/v1/host-policy")).json()
+    assert policy["default_mode"] == "allow"
+    assert {"pattern": "openrouter.ai", "action": "allow"} in policy["rules"]
+    flipped = await client.patch(
+        "/v1/host-policy",
+        json={
+            "default_mode": "block",
+            "starter_pack": True,
+            "add": [{"pattern": "*.evil.io", "action": "block"}],
+        },
+    )
+    assert flipped.status_code == 200 and flipped.json()["default_mode"] == "block"
+    assert (
+        await client.patch("/v1/host-policy", json={"remove": ["not.there"]})
+    ).status_code == 404
+    assert (await client.get("/v1/blocked-hosts")).json()["data"] == []
+
+    # Another account sees none of it; a token without the scope gets 403.
+    creds = json.loads((platform.settings.data_dir / "credentials.json").read_text())
+    admin = await session(client, creds["login"]["username"], creds["login"]["password"])
+    await client.post(
+        "/v1/accounts",
+        json={"username": "carol", "password": "a long password!"},
+        headers=as_(admin),
+    )
+    carol = await mint(client, await session(client, "carol", "a long password!"), ["secrets:read"])
+    assert (await client.get("/v1/secrets", headers=as_(carol))).json()["data"] == []
+    assert (await client.get("/v1/secrets/openrouter", headers=as_(carol))).status_code == 404
+    assert (await client.get("/v1/host-policy", headers=as_(carol))).json()["rules"] == []
+    runs_only = await mint(client, admin, ["runs:read"])
+    denied = await client.get("/v1/secrets", headers=as_(runs_only))
+    assert denied.status_code == 403 and "secrets:read" in denied.json()["detail"]
+
+    # The value is nowhere: not in any answer, and not on disk outside the sealed vault.
+    deleted = await client.delete("/v1/secrets/openrouter")
+    assert deleted.status_code == 200
+    assert (await client.get("/v1/secrets/openrouter")).status_code == 404
+    for path in platform.settings.data_dir.rglob("*"):
+        if path.is_file():
+            assert value.encode() not in path.read_bytes(), path

@@ -1,26 +1,37 @@
 """The OpenAI-compatible endpoint scorers call: ``POST /v1/chat/completions``.
 
 The caller presents the run's fake key; the proxy finds the run's model and
-calls it with the real credentials, which never leave this process.
+calls it with the real credentials, which never leave this process. With
+``"stream": true`` the answer is Server-Sent Events, passed on as they arrive:
+a failure before the first event is an ordinary OpenAI-shaped error response,
+one after it ends the stream with an ``error`` event.
 """
 
 import asyncio
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
+from benchwright_proxy.settings import ProxySettings
+from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
 from benchwright_proxy.usage import CallRecord
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
 
+log = logging.getLogger(__name__)
+
 Authenticate = Callable[[str], Awaitable[ModelBinding]]
 RecordUsage = Callable[[CallRecord], None]
+
+STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
@@ -31,23 +42,163 @@ def _error(status: int, message: str, kind: str) -> JSONResponse:
 class ProviderPool:
     """One instance per provider, created on first use."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, proxy_settings: ProxySettings | None = None) -> None:
         self.settings = settings
+        self.proxy_settings = proxy_settings or ProxySettings()
         self._providers: dict[str, Provider] = {}
         self._lock = asyncio.Lock()
 
     async def get(self, sut: SutRef) -> Provider:
         name = provider_key(sut)
+        provider = self._providers.get(name)
+        if provider is not None:
+            return provider
         if name not in PROVIDERS:
             raise ProviderError(400, f"unknown provider {sut.provider!r}")
         async with self._lock:
             if name not in self._providers:
-                self._providers[name] = await asyncio.to_thread(PROVIDERS[name], self.settings)
+                self._providers[name] = await asyncio.to_thread(
+                    PROVIDERS[name], self.settings, self.proxy_settings
+                )
             return self._providers[name]
 
     async def close(self) -> None:
         for provider in self._providers.values():
             await provider.close()
+
+
+class _Call:
+    """One call's bookkeeping: turns what the upstream said into a ``CallRecord``."""
+
+    __slots__ = ("binding", "finished", "pool", "provider", "record_usage", "started", "sut")
+
+    def __init__(
+        self, binding: ModelBinding, sut: SutRef, pool: ProviderPool, record_usage: RecordUsage
+    ) -> None:
+        self.binding = binding
+        self.sut = sut
+        self.pool = pool
+        self.record_usage = record_usage
+        self.provider: Provider | None = None
+        self.started = time.perf_counter()
+        self.finished = False
+
+    def finish(self, usage: dict[str, Any], ok: bool) -> None:
+        """Record the call; only the first of several calls counts."""
+        if self.finished:
+            return
+        self.finished = True
+        self.record_usage(
+            CallRecord(
+                run_id=self.binding.run_id,
+                account=self.binding.account,
+                model_id=self.binding.model_id,
+                provider=self.sut.provider,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                cost_micros=call_cost_micros(
+                    self.pool.settings.model_prices, self.sut, usage, self.provider
+                ),
+                latency_ms=int((time.perf_counter() - self.started) * 1000),
+                ok=ok,
+            )
+        )
+
+
+async def _complete(call: _Call, body: dict[str, Any]) -> Response:
+    usage: dict[str, Any] = {}
+    ok = False
+    try:
+        call.provider = await call.pool.get(call.sut)
+        result = await call.provider.chat(call.sut, body)
+        usage = result.get("usage") or {}
+        ok = True
+        return JSONResponse(result)
+    except ProviderError as exc:
+        return _error(exc.status, exc.detail, "upstream_error")
+    finally:
+        call.finish(usage, ok)
+
+
+async def _stream(call: _Call, body: dict[str, Any]) -> Response:
+    # Usage is read from the stream's last chunk, which the proxy asks every
+    # upstream for; an upstream that sends none gets the call counted with no
+    # tokens and no cost: a guess from the text would be billed as a fact.
+    tap = UsageTap(forward_usage_chunk=client_wants_usage(body))
+    try:
+        call.provider = await call.pool.get(call.sut)
+        frames = call.provider.stream(call.sut, body)
+    except ProviderError as exc:
+        call.finish({}, False)
+        return _error(exc.status, exc.detail, "upstream_error")
+    first = b""
+    try:
+        # The status line waits for the first whole event, so that whatever
+        # fails before it (a missing provider key, the connection, a 429 past
+        # its retries) is still an ordinary error response.
+        while not first:
+            first = tap.feed(await anext(frames))
+    except StopAsyncIteration:
+        first = tap.flush()
+        if not first:
+            call.finish(tap.usage, False)
+            return _error(502, "the upstream answered with an empty stream", "upstream_error")
+    except ProviderError as exc:
+        call.finish(tap.usage, False)
+        await frames.aclose()
+        return _error(exc.status, exc.detail, "upstream_error")
+    except BaseException:
+        call.finish(tap.usage, False)
+        await frames.aclose()
+        raise
+    return _EventStream(call, first, frames, tap)
+
+
+class _EventStream(StreamingResponse):
+    """An SSE response that closes its upstream however it ends, a client hanging up included."""
+
+    def __init__(
+        self, call: _Call, first: bytes, frames: AsyncGenerator[bytes, None], tap: UsageTap
+    ) -> None:
+        self._relay = _relay(call, first, frames, tap)
+        super().__init__(self._relay, media_type="text/event-stream", headers=STREAM_HEADERS)
+        self._call, self._frames, self._tap = call, frames, tap
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._relay.aclose()
+            # When the relay never ran (the client left before the status line went out).
+            self._call.finish(self._tap.usage, False)
+            await self._frames.aclose()
+
+
+async def _relay(
+    call: _Call, first: bytes, frames: AsyncGenerator[bytes, None], tap: UsageTap
+) -> AsyncGenerator[bytes, None]:
+    ok = False
+    try:
+        if first:
+            yield first
+        async for data in frames:
+            out = tap.feed(data)
+            if out:
+                yield out
+        rest = tap.flush()
+        if rest:
+            yield rest
+        ok = True
+    except ProviderError as exc:
+        yield error_event(exc.status, exc.detail)
+    except Exception as exc:
+        log.exception("stream for run %s failed", call.binding.run_id)
+        yield error_event(502, f"the proxy failed mid-stream: {type(exc).__name__}")
+    finally:
+        # Recorded first: a client that hung up cancels this generator, and an
+        # await here may be cancelled again before it returns.
+        call.finish(tap.usage, ok)
+        await frames.aclose()  # the upstream stops too
 
 
 def build_http_app(
@@ -60,7 +211,7 @@ def build_http_app(
         return {"status": "ok"}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Any:
+    async def chat_completions(request: Request) -> Response:
         header = request.headers.get("authorization", "")
         if not header.lower().startswith("bearer "):
             return _error(401, "missing bearer proxy key", "authentication_error")
@@ -74,36 +225,9 @@ def build_http_app(
             return _error(400, "body is not JSON", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
+        call = _Call(binding, SutRef.model_validate(binding.sut), pool, record_usage)
         if body.get("stream"):
-            return _error(
-                400, "streaming is not supported by this proxy yet", "invalid_request_error"
-            )
-        sut = SutRef.model_validate(binding.sut)
-        started = time.perf_counter()
-        status = 200
-        usage: dict[str, Any] = {}
-        provider: Provider | None = None
-        try:
-            provider = await pool.get(sut)
-            result = await provider.chat(sut, body)
-            usage = result.get("usage") or {}
-            return result
-        except ProviderError as exc:
-            status = exc.status
-            return _error(exc.status, exc.detail, "upstream_error")
-        finally:
-            record_usage(
-                CallRecord(
-                    run_id=binding.run_id,
-                    account=binding.account,
-                    model_id=binding.model_id,
-                    provider=sut.provider,
-                    prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                    completion_tokens=int(usage.get("completion_tokens") or 0),
-                    cost_micros=call_cost_micros(pool.settings.model_prices, sut, usage, provider),
-                    latency_ms=int((time.perf_counter() - started) * 1000),
-                    ok=status < 400,
-                )
-            )
+            return await _stream(call, body)
+        return await _complete(call, body)
 
     return app

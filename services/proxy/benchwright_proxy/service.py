@@ -11,9 +11,10 @@ from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
+from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.usage import CallRecord, UsageMeter
 from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached
+from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, SutRef
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -24,11 +25,17 @@ USAGE_WINDOW_S = 0.5
 
 
 class ProxyRuntime:
-    def __init__(self, settings: Settings, app: ProxyApplication, store: BlockingStore) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        app: ProxyApplication,
+        store: BlockingStore,
+        proxy_settings: ProxySettings | None = None,
+    ) -> None:
         self.settings = settings
         self.app = app
         self.store = store
-        self.pool = ProviderPool(settings)
+        self.pool = ProviderPool(settings, proxy_settings)
         self.broker: NatsBroker | None = None
         self.meter = UsageMeter()
         # Bindings by run id: a key check must not cost a store read per call.
@@ -47,16 +54,19 @@ class ProxyRuntime:
             raise InvalidProxyKeyError("key revoked or wrong")
         return binding
 
+    async def bind(self, run_id: str, account: str, sut: SutRef) -> tuple[ModelBinding, str]:
+        """Bind ``run_id`` to ``sut``: the binding and the run's fresh key."""
+        if not known_provider(sut):
+            raise ProviderError(400, f"unknown provider {sut.provider!r}")
+        binding, key = await self.store.run(self.app.attach, run_id, account, sut)
+        self._bindings[run_id] = binding
+        # Warm the provider now, not on the sweep's first call.
+        await self.pool.get(sut)
+        return binding, key
+
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
-        if not known_provider(command.sut):
-            raise ProviderError(400, f"unknown provider {command.sut.provider!r}")
-        binding, key = await self.store.run(
-            self.app.attach, command.run_id, command.account, command.sut
-        )
-        self._bindings[command.run_id] = binding
-        # Warm the provider now, not on the sweep's first call.
-        await self.pool.get(command.sut)
+        binding, key = await self.bind(command.run_id, command.account, command.sut)
         reply = ModelAttached(
             command_id=command.command_id,
             run_id=command.run_id,
@@ -77,7 +87,8 @@ class ProxyRuntime:
         self.meter.record(call)
 
     async def flush_usage(self) -> None:
-        assert self.broker is not None
+        if self.broker is None:
+            return  # the endpoint alone (a bench): usage stays in the meter
         for usage in self.meter.drain():
             try:
                 await publish_event(self.broker, usage, msg_id=usage.usage_id)
@@ -92,6 +103,10 @@ class ProxyRuntime:
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker
         self._tasks.append(asyncio.create_task(self._publish_usage(), name="proxy-usage"))
+        await self.serve_http()
+
+    async def serve_http(self) -> str:
+        """Start the model endpoint; returns its URL (the real port when 0 was asked)."""
         http_app = build_http_app(self.pool, self.authenticate, self.record_usage)
         config = uvicorn.Config(
             http_app,
@@ -100,6 +115,8 @@ class ProxyRuntime:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # Streams still open at shutdown get this long to finish.
+            timeout_graceful_shutdown=5,
         )
         self._server = uvicorn.Server(config)
         self._tasks.append(asyncio.create_task(self._server.serve(), name="proxy-http"))
@@ -111,6 +128,7 @@ class ProxyRuntime:
         sockets = self._server.servers[0].sockets if self._server.servers else []
         if sockets:
             self.url = f"http://{self.settings.proxy_host}:{sockets[0].getsockname()[1]}"
+        return self.url
 
     async def stop(self) -> None:
         if self._server:

@@ -1,13 +1,15 @@
 """Model providers, looked up by name.
 
 A provider turns an OpenAI-shaped chat request into a call to the real model
-and returns an OpenAI-shaped response with ``usage``. Heavy providers (LiteLLM,
+and returns an OpenAI-shaped response with ``usage``, or streams OpenAI-shaped
+Server-Sent Events with usage in the last chunk. Heavy providers (LiteLLM,
 llama.cpp) are imported only when a run names them.
 """
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
+from benchwright_proxy.settings import ProxySettings
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
 
@@ -27,28 +29,42 @@ class Provider(Protocol):
     async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
         """Send a chat completion request; return the OpenAI-shaped response."""
 
+    def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        """Send a streaming request; yield its Server-Sent Events as they arrive.
+
+        Asks the upstream for usage in the stream. Nothing is sent before the
+        first item is awaited; a failure before the first event raises
+        ``ProviderError``, and so does one later (the caller ends the stream).
+        """
+
     def cost_micros(self, sut: SutRef, usage: dict[str, Any]) -> int:
         """What the call cost, in micro-dollars."""
 
     async def close(self) -> None: ...
 
 
-ProviderFactory = Callable[[Settings], Provider]
+ProviderFactory = Callable[[Settings, ProxySettings], Provider]
 
 
-def _openai_compatible(settings: Settings) -> Provider:
+def _openai_compatible(settings: Settings, proxy: ProxySettings) -> Provider:
     from benchwright_proxy.providers.openai_compatible import OpenAICompatibleProvider
 
-    return OpenAICompatibleProvider()
+    return OpenAICompatibleProvider(
+        max_concurrency=proxy.upstream_concurrency, max_attempts=proxy.upstream_max_attempts
+    )
 
 
-def _litellm(settings: Settings) -> Provider:
+def _litellm(settings: Settings, proxy: ProxySettings) -> Provider:
     from benchwright_proxy.providers.litellm_provider import LiteLLMProvider
 
-    return LiteLLMProvider(settings)
+    return LiteLLMProvider(
+        settings,
+        max_concurrency=proxy.upstream_concurrency,
+        max_attempts=proxy.upstream_max_attempts,
+    )
 
 
-def _local(settings: Settings) -> Provider:
+def _local(settings: Settings, proxy: ProxySettings) -> Provider:
     from benchwright_proxy.providers.local import LocalModelProvider
 
     return LocalModelProvider(settings)

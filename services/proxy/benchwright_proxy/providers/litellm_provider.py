@@ -1,18 +1,55 @@
-"""Hosted providers through LiteLLM (OpenRouter, Together): translation and pricing."""
+"""Hosted providers through LiteLLM (OpenRouter, Together): translation and pricing.
+
+Each hosted provider is one upstream (``providers/upstream.py``): LiteLLM's own
+retries are off, ours honour ``Retry-After`` and lower the concurrency toward
+a provider that answers 429.
+"""
 
 import os
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from benchwright_proxy.providers import ProviderError
+from benchwright_proxy.providers.upstream import (
+    MAX_ATTEMPTS,
+    TransientUpstreamError,
+    Upstream,
+    failure,
+)
+from benchwright_proxy.sse import DONE, event, with_usage_requested
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.money import dollars_to_micros
 from benchwright_shared.settings import Settings
+
+ROUTE_PREFIX = {"openrouter": "openrouter", "together": "together_ai"}
+
+
+def _headers(exc: Exception) -> Mapping[str, str] | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    return headers if isinstance(headers, Mapping) else None
+
+
+def _as_failure(exc: Exception) -> ProviderError | TransientUpstreamError:
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) and status >= 400 else 502
+    return failure(status, f"{type(exc).__name__}: {exc}"[:1000], _headers(exc))
 
 
 class LiteLLMProvider:
     name = "litellm"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        max_concurrency: int = 64,
+        max_attempts: int = MAX_ATTEMPTS,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        api_bases: dict[str, str] | None = None,
+    ) -> None:
         # LiteLLM otherwise fetches price maps and tokenizers from the internet.
         os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -22,32 +59,72 @@ class LiteLLMProvider:
             raise ProviderError(
                 501, "provider needs LiteLLM: pip install 'benchwright[providers]'"
             ) from exc
+        litellm.suppress_debug_info = True  # else each error prints a help banner to stdout
         self._litellm = litellm
         self._keys = {
             "openrouter": settings.openrouter_api_key,
             "together": settings.together_api_key,
         }
+        # Where each provider is reached, when not its public endpoint (a test's fake).
+        self._api_bases = dict(api_bases or {})
+        self._upstreams = {
+            name: Upstream(
+                name,
+                max_concurrency=max_concurrency,
+                max_attempts=max_attempts,
+                backoff_initial_s=backoff_initial_s,
+                backoff_max_s=backoff_max_s,
+            )
+            for name in ROUTE_PREFIX
+        }
 
     def _route(self, sut: SutRef) -> str:
-        prefix = {"openrouter": "openrouter", "together": "together_ai"}[sut.provider]
-        return f"{prefix}/{sut.model}"
+        return f"{ROUTE_PREFIX[sut.provider]}/{sut.model}"
 
-    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
+    def upstream(self, sut: SutRef) -> Upstream:
+        return self._upstreams[sut.provider]
+
+    def _params(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
         key = self._keys.get(sut.provider)
         if not key:
             raise ProviderError(
                 424, f"no {sut.provider} key is configured (BW_{sut.provider.upper()}_API_KEY)"
             )
-        params = {k: v for k, v in body.items() if k not in {"model", "stream"}}
+        params = {k: v for k, v in body.items() if k not in {"model", "stream", "stream_options"}}
+        params.update(model=self._route(sut), api_key=key, num_retries=0)
+        if sut.provider in self._api_bases:
+            params["api_base"] = self._api_bases[sut.provider]
+        return params
+
+    async def _acompletion(self, params: dict[str, Any]) -> Any:
         try:
-            response = await self._litellm.acompletion(
-                model=self._route(sut), api_key=key, num_retries=0, **params
-            )
+            return await self._litellm.acompletion(**params)
         except Exception as exc:
-            status = int(getattr(exc, "status_code", 502) or 502)
-            raise ProviderError(status, f"{type(exc).__name__}: {exc}"[:1000]) from None
+            raise _as_failure(exc) from None
+
+    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
+        params = self._params(sut, body)
+        response = await self.upstream(sut).call(lambda: self._acompletion(params))
         result: dict[str, Any] = response.model_dump()
         return result
+
+    async def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        params = self._params(sut, body)
+        params.update(stream=True, stream_options=with_usage_requested(body)["stream_options"])
+        chunks, permit = await self.upstream(sut).open(lambda: self._acompletion(params))
+        try:
+            async for chunk in chunks:
+                yield event(chunk.model_dump(exclude_none=True))
+            yield DONE
+        except Exception as exc:
+            # Mid-stream nothing is retried: the client already has part of the answer.
+            error = _as_failure(exc)
+            raise ProviderError(error.status, error.detail) from None
+        finally:
+            permit.release()
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
 
     def cost_micros(self, sut: SutRef, usage: dict[str, Any]) -> int:
         try:

@@ -1,93 +1,110 @@
 """The fast path: any server that speaks OpenAI's chat API (vLLM, Ollama, llama.cpp).
 
-Rate limits and transient upstream failures (429, 5xx, dropped connections) are
-retried with backoff that honours ``Retry-After``, up to an attempt ceiling.
+Each ``api_base`` is one upstream (``providers/upstream.py``): 429s, 5xx and
+dropped connections are retried with backoff that honours ``Retry-After`` up
+to an attempt ceiling, and while it answers 429 fewer calls go to it at once.
+Streams are passed on as the upstream's bytes arrive.
 """
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
 
 from benchwright_proxy.providers import ProviderError
+from benchwright_proxy.providers.upstream import (
+    MAX_ATTEMPTS,
+    TransientUpstreamError,
+    Upstream,
+    failure,
+)
+from benchwright_proxy.sse import with_usage_requested
 from benchwright_shared.contracts import SutRef
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_ATTEMPTS = 5
-# A server asking for longer than this is treated as down rather than waited on.
-MAX_RETRY_AFTER_S = 30.0
-
-
-class _Transient(Exception):
-    """An upstream answer worth another attempt."""
-
-    def __init__(self, status: int, detail: str, retry_after: float | None) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.retry_after = retry_after
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S)
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+__all__ = ["MAX_ATTEMPTS", "OpenAICompatibleProvider"]
 
 
 class OpenAICompatibleProvider:
     name = "openai_compatible"
 
-    def __init__(self, *, backoff_initial_s: float = 0.5, backoff_max_s: float = 8.0) -> None:
+    def __init__(
+        self,
+        *,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        max_concurrency: int = 64,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(600.0, connect=10.0),
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )
-        self._backoff = wait_exponential_jitter(multiplier=backoff_initial_s, max=backoff_max_s)
+        self._upstream_args: dict[str, Any] = {
+            "max_concurrency": max_concurrency,
+            "max_attempts": max_attempts,
+            "backoff_initial_s": backoff_initial_s,
+            "backoff_max_s": backoff_max_s,
+        }
+        self._upstreams: dict[str, Upstream] = {}
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, _Transient) and error.retry_after is not None:
-            return error.retry_after
-        return float(self._backoff(state))
+    def upstream(self, sut: SutRef) -> Upstream:
+        """The upstream ``sut`` is served by: one per ``api_base``."""
+        assert sut.api_base
+        base = sut.api_base.rstrip("/")
+        upstream = self._upstreams.get(base)
+        if upstream is None:
+            upstream = self._upstreams[base] = Upstream(base, **self._upstream_args)
+        return upstream
 
     async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = await self._client.post(url, json=body)
         except httpx.TransportError as exc:
-            raise _Transient(502, f"upstream unreachable: {type(exc).__name__}", None) from None
-        if response.status_code in RETRY_STATUSES:
-            raise _Transient(response.status_code, response.text[:1000], _retry_after(response))
+            raise TransientUpstreamError(
+                502, f"upstream unreachable: {type(exc).__name__}"
+            ) from None
         if response.status_code >= 400:
-            raise ProviderError(response.status_code, response.text[:1000])
+            raise failure(response.status_code, response.text[:1000], response.headers)
         result: dict[str, Any] = response.json()
         return result
+
+    async def _open(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        request = self._client.build_request("POST", url, json=body)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise TransientUpstreamError(
+                502, f"upstream unreachable: {type(exc).__name__}"
+            ) from None
+        if response.status_code >= 400:
+            try:
+                detail = (await response.aread())[:1000].decode(errors="replace")
+            except httpx.TransportError:
+                detail = f"HTTP {response.status_code}"
+            finally:
+                await response.aclose()
+            raise failure(response.status_code, detail, response.headers)
+        return response
 
     async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
         assert sut.api_base
         url = sut.api_base.rstrip("/") + "/chat/completions"
         payload = {**body, "model": sut.model}
+        return await self.upstream(sut).call(lambda: self._post(url, payload))
+
+    async def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        assert sut.api_base
+        url = sut.api_base.rstrip("/") + "/chat/completions"
+        payload = with_usage_requested({**body, "model": sut.model})
+        response, permit = await self.upstream(sut).open(lambda: self._open(url, payload))
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(MAX_ATTEMPTS),
-                wait=self._wait,
-                retry=retry_if_exception_type(_Transient),
-                reraise=True,
-            ):
-                with attempt:
-                    return await self._post(url, payload)
-        except _Transient as exc:
-            raise ProviderError(exc.status, exc.detail) from None
-        raise AssertionError("unreachable: tenacity either returns or raises")
+            async for data in response.aiter_bytes():
+                yield data
+        except httpx.RequestError as exc:
+            raise ProviderError(502, f"upstream stream broke: {type(exc).__name__}") from None
+        finally:
+            permit.release()
+            await response.aclose()
 
     def cost_micros(self, sut: SutRef, usage: dict[str, Any]) -> int:
         return 0  # a self-hosted server has no per-token price we know of

@@ -1,0 +1,199 @@
+"""``/v1/secrets``, ``/v1/host-policy`` and the blocked-host log.
+
+The gateway checks the caller and the body, then asks the proxy service, which
+owns the vault. Requests go over NATS request/reply, never a stream, so a
+secret's value rests nowhere but the vault; answers carry only a preview.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.lookup import load_run
+from benchwright_shared.bus import ask
+from benchwright_shared.contracts import Problem
+from benchwright_shared.contracts.vault import (
+    BlockedHostsView,
+    DeleteSecret,
+    HostAction,
+    HostPolicyView,
+    HostRule,
+    PutSecret,
+    ReadBlockedHosts,
+    ReadHostPolicy,
+    ReadSecrets,
+    SecretAnswer,
+    SecretRule,
+    SecretView,
+    UpdateHostPolicy,
+)
+
+NAME = r"^[A-Za-z0-9_.-]{1,100}$"
+TIMEOUT_S = 10.0
+
+
+class SecretIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME)
+    value: str = Field(min_length=1, max_length=20_000)
+    description: str = Field(default="", max_length=1000)
+    rules: list[SecretRule] = Field(default_factory=list, max_length=20)
+
+
+class SecretPatch(BaseModel):
+    """Rotate the value, or change the description or rules."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: str | None = Field(default=None, min_length=1, max_length=20_000)
+    description: str | None = Field(default=None, max_length=1000)
+    rules: list[SecretRule] | None = Field(default=None, max_length=20)
+
+
+class HostPolicyPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default_mode: HostAction | None = None
+    add: list[HostRule] = Field(default_factory=list, max_length=500)
+    remove: list[str] = Field(default_factory=list, max_length=500)
+    starter_pack: bool = False
+
+
+def _raise(problem: Problem | None, field: str | None = None) -> None:
+    if problem is not None:
+        raise ProblemError(problem.status, problem.title, problem.detail, field=field)
+
+
+def _show(view: SecretView) -> dict[str, Any]:
+    return {"object": "secret", **view.model_dump(mode="json")}
+
+
+def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["secrets"])
+    Caller = Annotated[Principal, Depends(principal)]
+
+    async def put(command: PutSecret, field: str) -> dict[str, Any]:
+        answer = await ask(ctx.bus(), command, SecretAnswer, timeout=TIMEOUT_S)
+        _raise(answer.problem, field)
+        assert answer.secret is not None
+        return _show(answer.secret)
+
+    @router.post("/secrets", status_code=201)
+    async def create_secret(body: SecretIn, caller: Caller) -> dict[str, Any]:
+        """Store a secret (write-only) and allow the hosts its rules name."""
+        caller.require("secrets:write")
+        return await put(
+            PutSecret(
+                account=caller.account,
+                name=body.name,
+                value=body.value,
+                description=body.description,
+                rules=body.rules,
+                create_only=True,
+            ),
+            "name",
+        )
+
+    @router.patch("/secrets/{name}")
+    async def update_secret(name: str, body: SecretPatch, caller: Caller) -> dict[str, Any]:
+        """Rotate: new runs get the new value, running runs keep the one they started with."""
+        caller.require("secrets:write")
+        await read(caller, name)
+        return await put(
+            PutSecret(
+                account=caller.account,
+                name=name,
+                value=body.value,
+                description=body.description,
+                rules=body.rules,
+            ),
+            "value",
+        )
+
+    async def read(caller: Principal, name: str | None) -> SecretAnswer:
+        answer = await ask(
+            ctx.bus(),
+            ReadSecrets(account=caller.account, name=name),
+            SecretAnswer,
+            timeout=TIMEOUT_S,
+        )
+        _raise(answer.problem, "name")
+        return answer
+
+    @router.get("/secrets")
+    async def list_secrets(caller: Caller) -> dict[str, Any]:
+        caller.require("secrets:read")
+        answer = await read(caller, None)
+        return {"object": "list", "data": [_show(s) for s in answer.secrets]}
+
+    @router.get("/secrets/{name}")
+    async def get_secret(name: str, caller: Caller) -> dict[str, Any]:
+        caller.require("secrets:read")
+        answer = await read(caller, name)
+        assert answer.secret is not None
+        return _show(answer.secret)
+
+    @router.delete("/secrets/{name}")
+    async def delete_secret(name: str, caller: Caller) -> dict[str, Any]:
+        caller.require("secrets:write")
+        answer = await ask(
+            ctx.bus(),
+            DeleteSecret(account=caller.account, name=name),
+            SecretAnswer,
+            timeout=TIMEOUT_S,
+        )
+        _raise(answer.problem, "name")
+        return {"object": "secret", "name": name, "deleted": True}
+
+    @router.get("/host-policy")
+    async def host_policy(caller: Caller) -> dict[str, Any]:
+        caller.require("secrets:read")
+        view = await ask(ctx.bus(), ReadHostPolicy(account=caller.account), HostPolicyView)
+        _raise(view.problem)
+        return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
+
+    @router.patch("/host-policy")
+    async def update_host_policy(body: HostPolicyPatch, caller: Caller) -> dict[str, Any]:
+        """Flip the default mode, allow or block host patterns, add the starter pack."""
+        caller.require("secrets:write")
+        view = await ask(
+            ctx.bus(),
+            UpdateHostPolicy(
+                account=caller.account,
+                default_mode=body.default_mode,
+                upsert=body.add,
+                remove=body.remove,
+                starter_pack=body.starter_pack,
+            ),
+            HostPolicyView,
+            timeout=TIMEOUT_S,
+        )
+        _raise(view.problem, "remove")
+        return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
+
+    async def blocked(account: str, run_id: str | None) -> dict[str, Any]:
+        view = await ask(
+            ctx.bus(), ReadBlockedHosts(account=account, run_id=run_id), BlockedHostsView
+        )
+        _raise(view.problem)
+        return {"object": "list", "data": [b.model_dump(mode="json") for b in view.data]}
+
+    @router.get("/blocked-hosts")
+    async def blocked_hosts(caller: Caller) -> dict[str, Any]:
+        """Every host the account's sandboxes were refused, with counts."""
+        caller.require("secrets:read")
+        return await blocked(caller.account, None)
+
+    @router.get("/runs/{run_id}/blocked-hosts")
+    async def run_blocked_hosts(run_id: str, caller: Caller) -> dict[str, Any]:
+        caller.require("runs:read")
+        await load_run(ctx, caller, run_id)
+        return await blocked(caller.account, run_id)
+
+    return router
