@@ -7,6 +7,22 @@ cd "$(dirname "$0")/.."
 WITH_MODEL=0
 [ "${1:-}" = "--model" ] && WITH_MODEL=1
 
+# Scorers run under bubblewrap (docs/decisions/0013): without it the local sandbox
+# backend refuses them. Installed here when we can (root with apt).
+if ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing bubblewrap"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \
+      || echo "could not install bubblewrap: sandboxes will refuse to run scorers" >&2
+  else
+    echo "bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap); until then" \
+      "the local sandbox backend refuses to run scorers (BW_SANDBOX_UNISOLATED=true runs" \
+      "them with no isolation, for code you trust)" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/pip ]; then
   PY=$(scripts/find-python.sh)
   echo "creating .venv with $PY"

@@ -243,7 +243,10 @@ async def test_proxy_credentials_never_reach_upstream_and_no_value_is_logged(
     platform.put(
         "broken",
         "sk-broken-value-12345",
-        SecretRule(host_pattern="localhost", inject_kind="header"),
+        # Built without validation: the vault refuses it, the injector must too.
+        SecretRule.model_construct(
+            host_pattern="localhost", inject_kind="header", inject_target="Bad Name"
+        ),
     )
     _, key = platform.run()
     plain, tls = len(upstream.seen), len(tls_upstream.seen)

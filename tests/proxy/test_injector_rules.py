@@ -51,9 +51,17 @@ def test_hosts_are_compared_in_lower_case_without_the_root_dot() -> None:
 
 
 def rule(kind: str, target: str | None = None) -> SecretRule:
-    return SecretRule.model_validate(
-        {"host_pattern": "api.example.com", "inject_kind": kind, "inject_target": target}
+    # Built without validation: the injector must refuse a bad rule on its own too.
+    return SecretRule.model_construct(
+        host_pattern="api.example.com", inject_kind=kind, inject_target=target
     )
+
+
+def test_the_vault_refuses_a_rule_without_the_target_it_needs() -> None:
+    with pytest.raises(ValueError, match="inject_target"):
+        SecretRule(host_pattern="api.example.com", inject_kind="header")
+    with pytest.raises(ValueError, match="inject_target"):
+        SecretRule(host_pattern="api.example.com", inject_kind="query")
 
 
 def test_each_kind_places_the_value() -> None:

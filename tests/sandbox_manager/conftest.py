@@ -25,7 +25,10 @@ from benchwright_shared.contracts import (
     SandboxFile,
     SandboxKilled,
     SandboxSnapshotted,
+    SandboxTaskResults,
+    SandboxTasksFinished,
     SnapshotSandbox,
+    TaskOutcome,
 )
 from benchwright_shared.settings import Settings
 from tests.conftest import machine_nats_url, reset_nats
@@ -38,6 +41,7 @@ REPLIES: dict[str, type[Contract]] = {
         SandboxCommandFailed,
         SandboxExecFinished,
         SandboxSnapshotted,
+        SandboxTasksFinished,
     )
 }
 
@@ -63,6 +67,8 @@ class SandboxService:
         self.host: ServiceHost | None = None
         self.nc: Client | None = None
         self.replies: dict[str, Contract] = {}
+        # RunTasks results by command id, in the order their batches arrived.
+        self.results: dict[str, list[TaskOutcome]] = {}
         self.arrived = asyncio.Event()
 
     @property
@@ -97,6 +103,10 @@ class SandboxService:
             await self.nc.close()
 
     async def _on_reply(self, msg: Msg) -> None:
+        if msg.subject == SandboxTaskResults.subject:
+            batch = SandboxTaskResults.model_validate_json(msg.data)
+            self.results.setdefault(batch.command_id, []).extend(batch.results)
+            return
         contract = REPLIES.get(msg.subject)
         if contract is None:
             return

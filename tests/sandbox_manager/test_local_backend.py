@@ -1,13 +1,16 @@
-"""The local backend: files stay inside, the environment is scrubbed, time limits kill."""
+"""The local backend: files stay inside, the environment is scrubbed, time limits kill;
+without working bubblewrap it refuses, unless an operator opts out of isolation."""
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 
 import pytest
 
 from benchwright_sandbox_manager.backends import UnknownBackendError, get_backend
-from benchwright_sandbox_manager.ports import BackendError
+from benchwright_sandbox_manager.ports import BackendError, IsolationUnavailableError
+from benchwright_shared.settings import Settings
 
 
 async def collect(backend: object, sandbox_id: str, argv: list[str], **kwargs: object) -> list[str]:
@@ -91,3 +94,64 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+@pytest.mark.parametrize(
+    ("bwrap", "why"),
+    [
+        ("no-such-bwrap-here", "is not installed"),
+        ("false", "cannot build a sandbox here"),  # found, but no sandbox comes up
+    ],
+)
+async def test_without_working_bubblewrap_the_backend_refuses(
+    tmp_path: Path, bwrap: str, why: str
+) -> None:
+    backend = get_backend("local", tmp_path, Settings(sandbox_bwrap=bwrap))
+    await backend.start()
+    with pytest.raises(IsolationUnavailableError) as refused:
+        await backend.create("s1")
+    assert why in str(refused.value) and "BW_SANDBOX_UNISOLATED=true" in str(refused.value)
+    assert not (tmp_path / "s1").exists()
+    await backend.close()
+
+
+async def test_an_operator_can_opt_into_running_unisolated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(sandbox_bwrap="no-such-bwrap-here", sandbox_unisolated=True)
+    backend = get_backend("local", tmp_path, settings)
+    with caplog.at_level(logging.WARNING):
+        await backend.start()
+    assert "WITHOUT ISOLATION" in caplog.text and "is not installed" in caplog.text
+    assert backend.isolation == "none"
+    await backend.create("s1")
+    # The old subprocess: the host's own view, the sandbox's directory by its host path.
+    result = await backend.exec(
+        "s1", ["python", "-c", "import os; print(os.getcwd())"], stdin=None, env={}, timeout_s=30
+    )
+    assert (result.exit_code, result.stdout.strip()) == (0, str(tmp_path / "s1"))
+    await backend.kill("s1")
+    await backend.close()
+
+
+async def test_a_root_service_runs_each_sandbox_as_its_own_uid(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only a root service hands sandboxes uids of their own")
+    backend = get_backend("local", tmp_path)
+    await backend.create("s1")
+    await backend.create("s2")
+    await backend.put_file("s1", "given/file.txt", b"x")
+    ids = "import os; print(os.getuid(), os.getgid(), os.getgroups())"
+    seen = []
+    for sandbox_id in ("s1", "s2"):
+        result = await backend.exec(
+            sandbox_id, ["python", "-c", ids], stdin=None, env={}, timeout_s=30
+        )
+        uid, gid, groups = result.stdout.split(maxsplit=2)
+        assert uid == gid and int(uid) >= Settings().sandbox_uid_base and groups.strip() == "[]"
+        seen.append(int(uid))
+    assert seen[0] != seen[1]
+    # What the service wrote is the sandbox's to change.
+    assert (tmp_path / "s1" / "given" / "file.txt").stat().st_uid == seen[0]
+    assert (tmp_path / "s1" / "given").stat().st_uid == seen[0]
+    await backend.close()

@@ -35,6 +35,7 @@ class SandboxManagerService:
 
     async def start(self, broker: NatsBroker) -> None:
         self.manager.broker = broker
+        await self.manager.start()
         await self.relay.start(jetstream(broker))
 
     async def stop(self) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from benchwright_sandbox_manager.ports import (
     BackendError,
     ExecResult,
+    IsolationUnavailableError,
     UnsafePathError,
     safe_relative_path,
 )
@@ -47,6 +48,9 @@ async def run_exec(manager: "SandboxManager", command: ExecInSandbox) -> None:
             result = ExecResult(0, "", "", False, 0)
     except UnsafePathError as exc:
         await manager.fail(*ids, "unsafe_path", str(exc))
+        return
+    except IsolationUnavailableError as exc:
+        await manager.fail(*ids, "isolation_unavailable", str(exc))
         return
     except BackendError as exc:
         await manager.fail(*ids, "exec_failed", str(exc))

@@ -13,12 +13,14 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from benchwright_sandbox_manager.application import SandboxesApplication
-from benchwright_sandbox_manager.backends import get_backend
+from benchwright_sandbox_manager.backends import BACKENDS, get_backend
 from benchwright_sandbox_manager.domain import Sandbox, SandboxAlreadyKilledError
 from benchwright_sandbox_manager.execution import run_exec
 from benchwright_sandbox_manager.ports import (
     BackendError,
+    IsolationUnavailableError,
     SandboxBackend,
+    SandboxLimits,
     UnsafePathError,
     safe_relative_path,
 )
@@ -53,14 +55,23 @@ class SandboxManager:
         service_dir = settings.service_dir("sandbox-manager")
         self.root = service_dir / "sandboxes"
         self.snapshots = SnapshotStore(service_dir / "snapshots")
+        self.limits = SandboxLimits.from_settings(settings)
         self._backends: dict[str, SandboxBackend] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self.broker: NatsBroker | None = None
 
     def backend(self, name: str) -> SandboxBackend:
         if name not in self._backends:
-            self._backends[name] = get_backend(name, self.root / name)
+            self._backends[name] = get_backend(name, self.root / name, self.settings)
         return self._backends[name]
+
+    async def start(self) -> None:
+        """Let every registered backend probe what it needs (bubblewrap, for ``local``)."""
+        for name in BACKENDS:
+            try:
+                await self.backend(name).start()
+            except Exception:
+                log.exception("sandbox backend %s failed to start", name)
 
     def bus(self) -> NatsBroker:
         assert self.broker is not None, "the service has not been started"
@@ -132,6 +143,15 @@ class SandboxManager:
         sandbox_id = self.app.new_sandbox_id()
         try:
             await backend.create(sandbox_id)
+        except IsolationUnavailableError as exc:
+            await self.fail(*ids, "isolation_unavailable", str(exc))
+            return
+        except Exception as exc:
+            await backend.kill(sandbox_id)
+            await self.fail(*ids, "sandbox_setup_failed", str(exc))
+            return
+        metadata["isolation"] = backend.isolation
+        try:
             if archive is not None:
                 await backend.restore(sandbox_id, archive)
             # The runtime is always this service's own, whatever a snapshot held.
@@ -232,3 +252,5 @@ class SandboxManager:
         for task in list(self._running.values()):
             task.cancel()
         await asyncio.gather(*self._running.values(), return_exceptions=True)
+        for backend in self._backends.values():
+            await backend.close()

@@ -2,7 +2,9 @@
 
 import json
 import logging
+import math
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from benchwright_sandbox_manager.ports import BackendError
@@ -50,6 +52,8 @@ async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
     stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
     waves = -(-len(command.tasks) // max(1, command.concurrency))
     wall = command.timeout_s * max(1, waves) + 60
+    # The runner is one long process: its CPU allowance grows with its wall clock.
+    limits = replace(manager.limits, cpu_seconds=max(manager.limits.cpu_seconds, math.ceil(wall)))
     batch: list[TaskOutcome] = []
     batches = completed = batch_bytes = 0
     last_flush = time.monotonic()
@@ -80,6 +84,7 @@ async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
             # A model call never outlives its task's ceiling.
             env={"BW_MODEL_TIMEOUT": str(command.timeout_s), **command.env},
             timeout_s=wall,
+            limits=limits,
         )
         async for line in lines:
             if batch_bytes + len(line) > BATCH_MAX_BYTES:

@@ -8,7 +8,7 @@ value, only a masked preview.
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract, Problem
@@ -40,6 +40,13 @@ class SecretRule(BaseModel):
     @classmethod
     def _host(cls, value: str) -> str:
         return check_host_pattern(value)
+
+    @model_validator(mode="after")
+    def _target_where_needed(self) -> "SecretRule":
+        if self.inject_kind in ("header", "query") and not self.inject_target:
+            what = "the header name" if self.inject_kind == "header" else "the query parameter"
+            raise ValueError(f"inject_kind {self.inject_kind!r} needs inject_target ({what})")
+        return self
 
 
 class SecretView(BaseModel):

@@ -4,14 +4,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchwright_sandbox_manager.ports import SandboxBackend
+from benchwright_shared.settings import Settings
 
-BackendFactory = Callable[[Path], SandboxBackend]
+BackendFactory = Callable[[Path, Settings], SandboxBackend]
 
 
-def _local(root: Path) -> SandboxBackend:
+def _local(root: Path, settings: Settings) -> SandboxBackend:
     from benchwright_sandbox_manager.backends.local import LocalBackend
 
-    return LocalBackend(root)
+    return LocalBackend(root, settings)
 
 
 BACKENDS: dict[str, BackendFactory] = {"local": _local}
@@ -21,10 +22,11 @@ class UnknownBackendError(KeyError):
     pass
 
 
-def get_backend(name: str, root: Path) -> SandboxBackend:
+def get_backend(name: str, root: Path, settings: Settings | None = None) -> SandboxBackend:
+    """The backend registered as ``name``, keeping its sandboxes under ``root``."""
     try:
         factory = BACKENDS[name]
     except KeyError:
         known = sorted(BACKENDS)
         raise UnknownBackendError(f"unknown sandbox backend {name!r}; known: {known}") from None
-    return factory(root)
+    return factory(root, settings or Settings())

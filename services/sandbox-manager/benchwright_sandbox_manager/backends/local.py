@@ -1,48 +1,138 @@
-"""The ``local`` backend: a subprocess in its own directory with a scrubbed environment.
+"""The ``local`` backend: each command under bubblewrap, in the sandbox's own directory.
 
-This is process separation, not isolation: the scorer runs as the same user
-and can read what that user can. Namespaces, rlimits and network confinement
-(bubblewrap) are a later step; until then treat the local backend as suitable
-only for scorers you trust.
+What a command gets (``bwrap.py`` has the layout, ``forwarding.py`` the network,
+``runtime/sandbox_init.py`` what runs first inside): new namespaces, a read-only
+view of the OS and the Python runtime and nothing else of the host, its own
+directory as ``/work`` (the only writable place on disk), tmpfs ``/tmp``, only
+the environment it is given, rlimits on CPU, memory, file size and processes, a
+disk quota, a wall clock that kills the whole tree, and no network but the
+forwarders to the addresses it is told about. See ``docs/decisions/0013``.
+
+When bubblewrap cannot build a sandbox here, ``create`` refuses
+(``IsolationUnavailableError``) unless the operator set ``BW_SANDBOX_UNISOLATED``;
+then commands run as plain subprocesses (own directory, scrubbed environment,
+own process group, per-process rlimits) and every sandbox says ``isolation: none``.
 """
 
 import asyncio
-import contextlib
+import logging
 import os
 import shutil
-import signal
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
+from benchwright_sandbox_manager.backends import bwrap
+from benchwright_sandbox_manager.backends.isolation import Bubblewrap
+from benchwright_sandbox_manager.backends.processes import (
+    DiskWatch,
+    feed,
+    kill_group,
+    ms_since,
+    read_head,
+    read_tail,
+    unisolated_preexec,
+)
 from benchwright_sandbox_manager.ports import (
-    OUTPUT_LIMIT_BYTES,
     BackendError,
     ExecResult,
+    IsolationUnavailableError,
+    SandboxLimits,
     UnsafePathError,
     safe_relative_path,
 )
 from benchwright_sandbox_manager.snapshots import pack, unpack
-from benchwright_shared.process import die_with_parent
+from benchwright_shared.settings import Settings
 
-# Only these reach the sandboxed process; everything else is dropped.
-BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+log = logging.getLogger(__name__)
+
+BASE_ENV = {"LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 # These names in argv[0] mean the sandbox's own interpreter.
 PYTHON_NAMES = frozenset({"python", "python3"})
 # After a command ends (or is killed), how long its output pipes may take to close.
 DRAIN_GRACE_S = 2.0
+PROBE_TIMEOUT_S = 30.0
 
 
 class LocalBackend:
     name = "local"
     rate_micros_per_s = 0
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self.limits = SandboxLimits.from_settings(self.settings)
+        self.bubblewrap = Bubblewrap(self.settings, BASE_ENV)
         self._procs: dict[str, set[asyncio.subprocess.Process]] = {}
+        self._probe_lock = asyncio.Lock()
+        self._probed = False
+        self._refusal: str | None = None
 
+    # -- isolation ----------------------------------------------------------------
+    @property
+    def isolation(self) -> str:
+        return "none" if self._refusal is not None else "bubblewrap"
+
+    async def start(self) -> None:
+        """Probe bubblewrap once: can it build this backend's sandboxes here?"""
+        async with self._probe_lock:
+            if self._probed:
+                return
+            self._refusal = await self._probe()
+            self._probed = True
+        if self._refusal is None:
+            log.info("local sandboxes: %s", self.bubblewrap.mode)
+        elif self.settings.sandbox_unisolated:
+            log.warning(
+                "!!! local sandboxes run WITHOUT ISOLATION (BW_SANDBOX_UNISOLATED is set): "
+                "%s. Scorers can read what this service's user can read and reach any "
+                "network. Run only code you trust.",
+                self._refusal,
+            )
+        else:
+            log.error("local sandboxes refused: %s", self._refusal)
+
+    def _check_isolation(self) -> None:
+        if self._refusal is not None and not self.settings.sandbox_unisolated:
+            raise IsolationUnavailableError(
+                "the local sandbox backend will not run untrusted code without isolation: "
+                f"{self._refusal}. Install bubblewrap (apt-get install bubblewrap) where "
+                "unprivileged user namespaces are allowed (or run the sandbox-manager as "
+                "root), or set BW_SANDBOX_UNISOLATED=true to run scorers with no isolation "
+                "at all (only for code you trust)."
+            )
+
+    async def _probe(self) -> str | None:
+        """None when a real sandbox starts and sees no network but loopback; else why not."""
+        missing = await self.bubblewrap.find()
+        if missing is not None:
+            return missing
+        found = self.bubblewrap.path
+        sandbox_id = f"probe-{uuid.uuid4().hex[:12]}"
+        await self._make(sandbox_id)
+        try:
+            result = await self._run(
+                sandbox_id,
+                ["python", "-I", "-c", bwrap.PROBE_SCRIPT],
+                stdin=None,
+                env={},
+                timeout_s=PROBE_TIMEOUT_S,
+                limits=self.limits,
+                isolated=True,
+            )
+        except (OSError, BackendError) as exc:
+            return f"bubblewrap ({found}) cannot start a sandbox: {exc}"
+        finally:
+            await self.kill(sandbox_id)
+        if result.exit_code != 0 or result.stdout.split() != ["lo"]:
+            why = (result.stderr.strip() or result.stdout.strip())[-500:]
+            return f"bubblewrap ({found}) cannot build a sandbox here: {why}"
+        return None
+
+    # -- places -------------------------------------------------------------------
     def _dir(self, sandbox_id: str) -> Path:
         path = (self.root / sandbox_id).resolve()
         if path.parent != self.root.resolve():
@@ -62,44 +152,107 @@ class LocalBackend:
             raise UnsafePathError(f"path {relative!r} escapes the sandbox")
         return target
 
-    async def create(self, sandbox_id: str) -> None:
-        await asyncio.to_thread(self._dir(sandbox_id).mkdir, parents=True)
+    def _own(self, path: Path, sandbox_id: str, *, tree: bool = False) -> None:
+        """Give what the service wrote to the sandbox's uid (only a root service must).
+
+        ``path`` and its parents up to the sandbox's directory; with ``tree``,
+        everything under ``path``. Symlinks are changed, never followed.
+        """
+        if not self.bubblewrap.privileged or self.isolation == "none":
+            return
+        uid = self.bubblewrap.uid(sandbox_id)
+        base = self._dir(sandbox_id)
+        for place in (path, *path.parents):
+            if not place.is_relative_to(base):
+                break
+            os.chown(place, uid, uid, follow_symlinks=False)
+        if tree:
+            for top, dirs, files in os.walk(path):
+                for name in dirs + files:
+                    os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
+
+    # -- files --------------------------------------------------------------------
+    async def _make(self, sandbox_id: str) -> None:
+        path = self._dir(sandbox_id)
+        await asyncio.to_thread(path.mkdir, parents=True)
+        self._own(path, sandbox_id)
         self._procs[sandbox_id] = set()
+
+    async def create(self, sandbox_id: str) -> None:
+        await self.start()
+        self._check_isolation()
+        await self._make(sandbox_id)
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
         target = self._path(sandbox_id, path)
         target.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(target.write_bytes, data)
+        self._own(target, sandbox_id)
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
         return await asyncio.to_thread(self._path(sandbox_id, path).read_bytes)
 
-    async def _spawn(
-        self, sandbox_id: str, argv: Sequence[str], env: Mapping[str, str], *, stdin: int
-    ) -> asyncio.subprocess.Process:
-        """Start ``argv`` in the sandbox: its directory, its own process group, a clean env."""
+    async def snapshot(self, sandbox_id: str, dest: Path) -> None:
+        await asyncio.to_thread(pack, self._live_dir(sandbox_id), dest)
+
+    async def restore(self, sandbox_id: str, archive: Path) -> None:
         workdir = self._live_dir(sandbox_id)
-        command = [sys.executable if argv[0] in PYTHON_NAMES else argv[0], *argv[1:]]
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=workdir,
-            env={
-                **BASE_ENV,
-                "HOME": str(workdir),
-                # The runtime (bench_task, bench_runner) sits at the top of the sandbox.
-                "PYTHONPATH": str(workdir),
-                "PYTHONDONTWRITEBYTECODE": "1",
-                **env,
-            },
-            stdin=stdin,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group, so a kill takes the whole tree
-            preexec_fn=die_with_parent,
-            limit=2**24,
-        )
+        await asyncio.to_thread(unpack, archive, workdir)
+        await asyncio.to_thread(self._own, workdir, sandbox_id, tree=True)
+
+    # -- commands -----------------------------------------------------------------
+    async def _spawn(
+        self,
+        sandbox_id: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        stdin: int,
+        limits: SandboxLimits,
+        isolated: bool,
+    ) -> asyncio.subprocess.Process:
+        workdir = self._live_dir(sandbox_id)
+        python = self.bubblewrap.runtime.executable if isolated else sys.executable
+        command = [python if argv[0] in PYTHON_NAMES else argv[0], *argv[1:]]
+        if not isolated:
+            proc = await asyncio.create_subprocess_exec(
+                *command,
+                cwd=workdir,
+                env={
+                    **BASE_ENV,
+                    "PATH": "/usr/local/bin:/usr/bin:/bin",
+                    "HOME": str(workdir),
+                    "PYTHONPATH": str(workdir),  # the runtime sits at the top of the sandbox
+                    **env,
+                },
+                preexec_fn=unisolated_preexec(limits),
+                stdin=stdin,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group, so a kill takes the whole tree
+                limit=2**24,
+            )
+        else:
+            proc = await self.bubblewrap.spawn(
+                sandbox_id, workdir, command, env, limits=limits, stdin=stdin
+            )
         self._procs.setdefault(sandbox_id, set()).add(proc)
         return proc
+
+    async def _start_command(
+        self,
+        sandbox_id: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        stdin: int,
+        limits: SandboxLimits,
+    ) -> asyncio.subprocess.Process:
+        await self.start()
+        self._check_isolation()
+        isolated = self.isolation == "bubblewrap"
+        return await self._spawn(
+            sandbox_id, argv, env, stdin=stdin, limits=limits, isolated=isolated
+        )
 
     async def exec_lines(
         self,
@@ -109,10 +262,13 @@ class LocalBackend:
         stdin_lines: Sequence[str],
         env: Mapping[str, str],
         timeout_s: float,
+        limits: SandboxLimits | None = None,
     ) -> AsyncIterator[str]:
-        proc = await self._spawn(sandbox_id, argv, env, stdin=asyncio.subprocess.PIPE)
+        limits = limits or self.limits
+        proc = await self._start_command(sandbox_id, argv, env, asyncio.subprocess.PIPE, limits)
         assert proc.stdin and proc.stdout and proc.stderr
         stderr_task = asyncio.create_task(proc.stderr.read())
+        disk = DiskWatch(proc, self._dir(sandbox_id), limits.disk_mb)
         try:
             proc.stdin.write("".join(line + "\n" for line in stdin_lines).encode())
             await proc.stdin.drain()
@@ -122,14 +278,18 @@ class LocalBackend:
                     yield line.decode()
                 code = await proc.wait()
         except TimeoutError:
-            _kill_group(proc)
+            kill_group(proc)
             raise BackendError(f"command overran its {timeout_s:.0f}s wall clock") from None
         finally:
+            disk.stop()
+            kill_group(proc)  # what the command left running goes with it
             if proc.returncode is None:
-                _kill_group(proc)
                 await proc.wait()
+            await self.bubblewrap.settle(proc)
             self._procs.get(sandbox_id, set()).discard(proc)
         stderr = (await stderr_task).decode(errors="replace")
+        if disk.breached:
+            raise BackendError(disk.message)
         if code != 0:
             raise BackendError(f"exit code {code}: {stderr[-2000:]}")
 
@@ -141,12 +301,36 @@ class LocalBackend:
         stdin: bytes | None,
         env: Mapping[str, str],
         timeout_s: float,
+        limits: SandboxLimits | None = None,
     ) -> ExecResult:
         """Run ``argv`` to its end; keep the head of stdout and the tail of stderr.
 
-        When the command ends, whatever it left running in its process group is
-        killed too: nothing outlives the command it belongs to.
+        When the command ends, whatever it left running is killed too: nothing
+        outlives the command it belongs to.
         """
+        await self.start()
+        self._check_isolation()
+        return await self._run(
+            sandbox_id,
+            argv,
+            stdin=stdin,
+            env=env,
+            timeout_s=timeout_s,
+            limits=limits or self.limits,
+            isolated=self.isolation == "bubblewrap",
+        )
+
+    async def _run(
+        self,
+        sandbox_id: str,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None,
+        env: Mapping[str, str],
+        timeout_s: float,
+        limits: SandboxLimits,
+        isolated: bool,
+    ) -> ExecResult:
         started = time.monotonic()
         try:
             proc = await self._spawn(
@@ -154,18 +338,21 @@ class LocalBackend:
                 argv,
                 env,
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                limits=limits,
+                isolated=isolated,
             )
         except OSError as exc:  # no such program, not executable: what a shell calls 127
-            return ExecResult(127, "", f"cannot run {argv[0]!r}: {exc}", False, _ms(started))
+            return ExecResult(127, "", f"cannot run {argv[0]!r}: {exc}", False, ms_since(started))
         assert proc.stdout and proc.stderr
         out, err = bytearray(), bytearray()
         io_tasks = [
-            asyncio.create_task(_read_head(proc.stdout, out)),
-            asyncio.create_task(_read_tail(proc.stderr, err)),
+            asyncio.create_task(read_head(proc.stdout, out)),
+            asyncio.create_task(read_tail(proc.stderr, err)),
         ]
         if stdin is not None:
             assert proc.stdin
-            io_tasks.append(asyncio.create_task(_feed(proc.stdin, stdin)))
+            io_tasks.append(asyncio.create_task(feed(proc.stdin, stdin)))
+        disk = DiskWatch(proc, self._dir(sandbox_id), limits.disk_mb)
         timed_out = False
         try:
             async with asyncio.timeout(timeout_s):
@@ -173,62 +360,34 @@ class LocalBackend:
         except TimeoutError:
             timed_out = True
         finally:
-            _kill_group(proc)
+            disk.stop()
+            kill_group(proc)
             if proc.returncode is None:
                 await proc.wait()
+            await self.bubblewrap.settle(proc)
             self._procs.get(sandbox_id, set()).discard(proc)
             # A process that left the group may still hold the pipes: stop waiting.
             _, pending = await asyncio.wait(io_tasks, timeout=DRAIN_GRACE_S)
             for task in pending:
                 task.cancel()
         assert proc.returncode is not None
+        stderr = err.decode(errors="replace")
+        if disk.breached:
+            stderr += f"\n[sandbox] {disk.message}\n"
         return ExecResult(
             exit_code=proc.returncode,
             stdout=out.decode(errors="replace"),
-            stderr=err.decode(errors="replace"),
+            stderr=stderr,
             timed_out=timed_out,
-            duration_ms=_ms(started),
+            duration_ms=ms_since(started),
         )
 
-    async def snapshot(self, sandbox_id: str, dest: Path) -> None:
-        await asyncio.to_thread(pack, self._live_dir(sandbox_id), dest)
-
-    async def restore(self, sandbox_id: str, archive: Path) -> None:
-        await asyncio.to_thread(unpack, archive, self._live_dir(sandbox_id))
-
+    # -- the end --------------------------------------------------------------------
     async def kill(self, sandbox_id: str) -> None:
         for proc in self._procs.pop(sandbox_id, set()):
-            _kill_group(proc)
+            kill_group(proc)
+        await self.bubblewrap.drop(sandbox_id)
         await asyncio.to_thread(shutil.rmtree, self._dir(sandbox_id), True)
 
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
-
-
-async def _read_head(stream: asyncio.StreamReader, buf: bytearray) -> None:
-    """Keep the first ``OUTPUT_LIMIT_BYTES``; drain the rest so the writer never blocks."""
-    while chunk := await stream.read(1 << 16):
-        room = OUTPUT_LIMIT_BYTES - len(buf)
-        if room > 0:
-            buf += chunk[:room]
-
-
-async def _read_tail(stream: asyncio.StreamReader, buf: bytearray) -> None:
-    """Keep the last ``OUTPUT_LIMIT_BYTES``: where a traceback ends up."""
-    while chunk := await stream.read(1 << 16):
-        buf += chunk
-        if len(buf) > OUTPUT_LIMIT_BYTES:
-            del buf[: len(buf) - OUTPUT_LIMIT_BYTES]
-
-
-async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stream.write(data)
-        await stream.drain()
-        stream.close()
+    async def close(self) -> None:
+        await self.bubblewrap.close()

@@ -13,12 +13,13 @@ reference answers before a sweep: they should all pass.
 import argparse
 import importlib.util
 import json
+import os
+import queue
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 OUTPUT_LIMIT = 65536
@@ -121,10 +122,14 @@ def main() -> None:
 
     task = load_task(args.impl)
     out_lock = threading.Lock()
+    runner_pid = os.getpid()
 
     reported: set[int] = set()
 
     def report(item: int, result: dict[str, Any]) -> None:
+        if os.getpid() != runner_pid:
+            # A copy the scorer forked (a fork bomb, say) never reports a row: it ends.
+            os._exit(0)
         # Exactly one row per input line: a task that overran its ceiling was
         # already reported as an err row, and its late result is dropped.
         with out_lock:
@@ -157,7 +162,10 @@ def main() -> None:
                 args.task_timeout, overran, (item, index, trial, time.perf_counter())
             )
             watchdog.daemon = True
-            watchdog.start()
+            try:
+                watchdog.start()
+            except RuntimeError:  # no thread to spare (the sandbox's process limit)
+                watchdog = None
         try:
             if args.check:
                 result = check_one(task, args.data, index, trial, spec.get("output"))
@@ -168,12 +176,29 @@ def main() -> None:
                 watchdog.cancel()
         report(item, result)
 
-    with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-        for item, line in enumerate(sys.stdin):
-            if not line.strip():
-                continue
-            spec = json.loads(line)
-            pool.submit(work, item, int(spec["index"]), int(spec.get("trial", 0)), spec)
+    # Every worker starts before any task runs: a scorer that exhausts the
+    # sandbox's process limit (a fork bomb) cannot stop the others being served.
+    jobs: queue.SimpleQueue[tuple[int, int, int, dict[str, Any]] | None] = queue.SimpleQueue()
+
+    def worker() -> None:
+        while (job := jobs.get()) is not None:
+            try:
+                work(*job)
+            except Exception:
+                traceback.print_exc()
+
+    workers = [threading.Thread(target=worker) for _ in range(max(1, args.concurrency))]
+    for thread in workers:
+        thread.start()
+    for item, line in enumerate(sys.stdin):
+        if not line.strip():
+            continue
+        spec = json.loads(line)
+        jobs.put((item, int(spec["index"]), int(spec.get("trial", 0)), spec))
+    for _ in workers:
+        jobs.put(None)
+    for thread in workers:
+        thread.join()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,112 @@
+"""Process plumbing the local backend shares between its isolated and unisolated modes."""
+
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchwright_sandbox_manager.ports import OUTPUT_LIMIT_BYTES, SandboxLimits
+from benchwright_shared.process import die_with_parent
+
+MIB = 1 << 20
+
+
+def kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def tree_size(top: Path) -> int:
+    """Bytes a directory's files occupy on disk (blocks, so sparse files count as written)."""
+    total = 0
+    stack = [top]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
+            for entry in it:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+    return total
+
+
+def unisolated_preexec(limits: SandboxLimits) -> Callable[[], None]:
+    """For the opted-out mode: die with the parent, and per-process rlimits.
+
+    No process-count limit: without a user namespace the kernel would count
+    every process of the service's user, the service's own threads included.
+    """
+
+    def preexec() -> None:
+        die_with_parent()
+        cpu = limits.cpu_seconds
+        for kind, soft, hard in (
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_AS, limits.memory_mb * MIB, limits.memory_mb * MIB),
+            (resource.RLIMIT_FSIZE, limits.file_size_mb * MIB, limits.file_size_mb * MIB),
+            (resource.RLIMIT_CORE, 0, 0),
+        ):
+            _, ceiling = resource.getrlimit(kind)
+            if ceiling != resource.RLIM_INFINITY:
+                soft, hard = min(soft, ceiling), min(hard, ceiling)
+            resource.setrlimit(kind, (soft, hard))
+
+    return preexec
+
+
+async def read_head(stream: asyncio.StreamReader, buf: bytearray) -> None:
+    """Keep the first ``OUTPUT_LIMIT_BYTES``; drain the rest so the writer never blocks."""
+    while chunk := await stream.read(1 << 16):
+        room = OUTPUT_LIMIT_BYTES - len(buf)
+        if room > 0:
+            buf += chunk[:room]
+
+
+async def read_tail(stream: asyncio.StreamReader, buf: bytearray) -> None:
+    """Keep the last ``OUTPUT_LIMIT_BYTES``: where a traceback ends up."""
+    while chunk := await stream.read(1 << 16):
+        buf += chunk
+        if len(buf) > OUTPUT_LIMIT_BYTES:
+            del buf[: len(buf) - OUTPUT_LIMIT_BYTES]
+
+
+async def feed(stream: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stream.write(data)
+        await stream.drain()
+        stream.close()
+
+
+class DiskWatch:
+    """Kills a command once its sandbox's directory holds more than ``limit_mb``."""
+
+    INTERVAL_S = 0.5
+
+    def __init__(self, proc: asyncio.subprocess.Process, workdir: Path, limit_mb: int) -> None:
+        self.limit_mb = limit_mb
+        self.breached = False
+        self._task = asyncio.create_task(self._watch(proc, workdir, limit_mb * MIB))
+
+    async def _watch(self, proc: asyncio.subprocess.Process, workdir: Path, limit: int) -> None:
+        while proc.returncode is None:
+            if await asyncio.to_thread(tree_size, workdir) > limit:
+                self.breached = True
+                kill_group(proc)
+                return
+            await asyncio.sleep(self.INTERVAL_S)
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    @property
+    def message(self) -> str:
+        return f"the sandbox passed its disk quota of {self.limit_mb} MiB; the command was killed"
