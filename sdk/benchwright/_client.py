@@ -13,6 +13,7 @@ from ._models import AttrDict
 from .resources._common import parse_dict
 from .resources.admin import Admin
 from .resources.runs import Runs
+from .resources.secrets import HostPolicy, Secrets
 from .resources.tokens import Tokens
 
 __all__ = ["Benchwright"]
@@ -30,6 +31,8 @@ class Benchwright:
     runs: Runs
     admin: Admin
     tokens: Tokens
+    secrets: Secrets
+    host_policy: HostPolicy
 
     def __init__(
         self,
@@ -47,6 +50,8 @@ class Benchwright:
         self.runs = Runs(self._http)
         self.admin = Admin(self._http)
         self.tokens = Tokens(self._http)
+        self.secrets = Secrets(self._http)
+        self.host_policy = HostPolicy(self._http)
 
     @classmethod
     def login(

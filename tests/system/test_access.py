@@ -246,3 +246,49 @@ async def test_secrets_are_write_only_and_the_host_policy_is_the_accounts(
     for path in platform.settings.data_dir.rglob("*"):
         if path.is_file():
             assert value.encode() not in path.read_bytes(), path
+
+
+async def test_the_sdk_speaks_secrets_host_policy_and_fingerprints(
+    platform: Platform, fake_model: FakeOpenAIServer
+) -> None:
+    import asyncio
+
+    from benchwright import Benchwright
+
+    client = platform.client
+    assert client
+    base_url = str(client.base_url).rstrip("/")
+
+    def use_sdk() -> dict[str, Any]:
+        with Benchwright(api_key=platform.token, base_url=base_url) as bw:
+            made = bw.secrets.create(
+                "together", "tgp_v1_" + "x" * 30, rules=[{"host_pattern": "api.together.xyz"}]
+            )
+            rotated = bw.secrets.rotate("together", value="tgp_v1_" + "y" * 30)
+            policy = bw.host_policy.block("*.evil.io")
+            run = bw.runs.launch(
+                benchmark="GSM8K",
+                sut={
+                    "model": "m",
+                    "provider": "openai_compatible",
+                    "api_base": fake_model.base_url,
+                },
+                metadata={"limit": 1},
+            )
+            bw.runs.wait(run.id, poll_interval=0.2)
+            return {
+                "made": made,
+                "rotated": rotated,
+                "names": [s.name for s in bw.secrets.list()],
+                "policy": policy,
+                "fingerprint": bw.runs.fingerprint(run.id),
+                "blocked": bw.runs.blocked_hosts(run.id),
+            }
+
+    seen = await asyncio.to_thread(use_sdk)
+    assert seen["made"].version == 1 and seen["rotated"].version == 2
+    assert seen["made"].preview.endswith("xxxx") and "value" not in seen["made"]
+    assert seen["names"] == ["together"]
+    assert {"pattern": "*.evil.io", "action": "block"} in seen["policy"].rules
+    assert seen["fingerprint"].matches is True
+    assert seen["blocked"] == []

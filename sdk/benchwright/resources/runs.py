@@ -8,6 +8,7 @@ from typing import Any
 from .._errors import APIConnectionError
 from .._http import SyncHTTP
 from .._models import (
+    AttrDict,
     DeletedRun,
     EventList,
     Run,
@@ -25,6 +26,7 @@ from ._common import (
     launch_body,
     new_idempotency_key,
     parse,
+    parse_dict,
     parse_sse_event,
     path_id,
     types_param,
@@ -135,6 +137,15 @@ class Runs:
         """Answer the review a waiting run asked for; the text guides its Driver."""
         body = {"review_resolution": review_resolution}
         return parse(Run, self._http.request("PATCH", f"/v1/runs/{path_id(run_id)}", json=body))
+
+    def fingerprint(self, run_id: str) -> AttrDict:
+        """How the run's fingerprint was derived: its records, rules, and a recomputation."""
+        return parse_dict(self._http.request("GET", f"/v1/runs/{path_id(run_id)}/fingerprint"))
+
+    def blocked_hosts(self, run_id: str) -> list[AttrDict]:
+        """Hosts this run's sandboxes were refused, with counts."""
+        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/blocked-hosts")
+        return [parse_dict(b) for b in data["data"]]
 
     def kill(self, run_id: str) -> DeletedRun:
         """Destroy a run, irreversibly: it is stopped and removed from every listing."""
