@@ -70,3 +70,38 @@ def test_a_natural_language_run_fills_in_as_find_and_atomize_answer(tmp_path: Pa
         assert store.read(lambda cur: views.get_run(cur, RUN)) is None
     finally:
         store.close()
+
+
+def test_a_finished_run_shows_finished_only_once_its_task_rows_are_in(tmp_path: Path) -> None:
+    """A redelivered batch can land after the terminal event: the run waits for it."""
+    store = ProjectionStore(Settings(data_dir=tmp_path), "gateway", [RunsProjection()])
+    try:
+        store.apply("runs", 1, message(0, "RunLaunched", account="a", mode="pinned"))
+        for seq, index in ((5, 0),):
+            store.apply(
+                "runs",
+                seq,
+                message(
+                    seq,
+                    "MaterializeTaskAggregated",
+                    task_id=f"t{index}",
+                    index=index,
+                    outcome="pass",
+                ),
+            )
+        store.apply(
+            "runs",
+            9,
+            message(9, "PipelineFinished", status="ok", duration_ms=1, summary={"total": 2}),
+        )
+        row = store.read(lambda cur: views.get_run(cur, RUN))
+        assert row["status"] == "running" and row["final_status"] == "ok"
+        store.apply(
+            "runs",
+            6,
+            message(6, "MaterializeTaskAggregated", task_id="t1", index=1, outcome="fail"),
+        )
+        row = store.read(lambda cur: views.get_run(cur, RUN))
+        assert row["status"] == "ok"
+    finally:
+        store.close()

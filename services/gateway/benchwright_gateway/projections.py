@@ -15,7 +15,7 @@ OUTPUT_PREVIEW_CHARS = 200
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 2
+    version = 3
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -25,7 +25,10 @@ class RunsProjection(Projection):
             "selected_tasks INTEGER, last_seq INTEGER NOT NULL DEFAULT 0, "
             "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT, "
             "mode TEXT, request TEXT, driver TEXT, parent_run_id TEXT, trials TEXT, "
-            "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0"
+            "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0, "
+            # A finished run whose task rows are not all in yet (a redelivered batch
+            # can land after the terminal event) shows as running until they are.
+            "final_status TEXT, final_total INTEGER"
         ),
         "tasks": (
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
@@ -185,6 +188,7 @@ class RunsProjection(Projection):
                 json.dumps(d.get("trial_scores") or []),
             ],
         )
+        self._settle(cur, run_id)
 
     def _on_RunHalted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -198,10 +202,11 @@ class RunsProjection(Projection):
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
     ) -> None:
         cur.execute(
-            f"UPDATE {cur.table('runs')} SET status = ?, phase = NULL, finished_at = ?, "
+            f"UPDATE {cur.table('runs')} SET final_status = ?, final_total = ?, finished_at = ?, "
             "summary = ?, error_type = ?, detail = ?, fingerprint = ? WHERE run_id = ?",
             [
                 d["status"],
+                int((d.get("summary") or {}).get("total") or 0),
                 m["ts"],
                 json.dumps(d.get("summary") or {}),
                 d.get("error_type"),
@@ -209,6 +214,18 @@ class RunsProjection(Projection):
                 d.get("fingerprint"),
                 run_id,
             ],
+        )
+        self._settle(cur, run_id)
+
+    def _settle(self, cur: ViewCursor, run_id: str) -> None:
+        """Show the terminal status once every task row the summary counts is in."""
+        runs, tasks = cur.table("runs"), cur.table("tasks")
+        cur.execute(
+            f"UPDATE {runs} SET status = final_status, phase = NULL WHERE run_id = ? "
+            "AND final_status IS NOT NULL AND status = 'running' AND final_total <= ("
+            f"SELECT COUNT(*) FROM {tasks} t WHERE t.run_id = ? AND t.outcome IS NOT NULL "
+            f"AND t.invocation = (SELECT MAX(invocation) FROM {tasks} WHERE run_id = ?))",
+            [run_id, run_id, run_id],
         )
 
 
