@@ -176,9 +176,6 @@ class RunPipeline(Phases):
             await self._phases
         except _Parked:
             self.parked = True
-            await self.work.release()
-            await self.save()
-            return
         except PhaseError as exc:
             error = exc
         except asyncio.CancelledError:
@@ -188,15 +185,15 @@ class RunPipeline(Phases):
                 # A pause keeps the phase open: resuming carries it on, not over.
                 self.parked = True
                 self.run.halt(self.halt_reason)
-                self.limits.stop()
-                await self.work.release()
-                await self.save()
-                return
-            error = PhaseError("halted", self.halt_reason)
-            await self._record_halt(self.halt_reason)
+            else:
+                error = PhaseError("halted", self.halt_reason)
+                await self._record_halt(self.halt_reason)
         finally:
             self.limits.stop()
             await self.work.release()
+        if self.parked:
+            await self.save()  # what the release recorded; the run waits, unfinished
+            return
         self.run.finish(
             status="error" if error else "ok",
             duration_ms=int((time.monotonic() - started) * 1000),

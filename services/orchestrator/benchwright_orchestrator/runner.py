@@ -45,6 +45,7 @@ class Orchestrator:
         self.broker: NatsBroker | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._pipelines: dict[str, RunPipeline] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
 
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker
@@ -75,9 +76,11 @@ class Orchestrator:
         pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings))
         task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")
         self._pipelines[run.run_id] = pipeline
+        self._running[run.run_id] = task
         self._tasks.add(task)
         task.add_done_callback(self._finished)
         task.add_done_callback(lambda _: self._pipelines.pop(run.run_id, None))
+        task.add_done_callback(lambda _: self._running.pop(run.run_id, None))
 
     async def halt(self, command: HaltRun) -> None:
         """Halt the run if this process drives it; another process may.
@@ -119,22 +122,23 @@ class Orchestrator:
         self.relay.wake()
         self._spawn(run, resume=True)
 
-    async def _settled(self, run_id: str, timeout: float = 30.0) -> None:
+    async def _settled(self, run_id: str) -> None:
         """Wait for a parking pipeline to finish releasing what it held."""
         pipeline = self._pipelines.get(run_id)
-        for _ in range(int(timeout / 0.05)):
-            if pipeline is None or not pipeline.parked or run_id not in self._pipelines:
-                return
-            await asyncio.sleep(0.05)
+        if pipeline is not None and pipeline.parked:
+            await self._ended(run_id)
+
+    async def _ended(self, run_id: str, timeout: float = 30.0) -> None:
+        """Wait (boundedly) for this process's pipeline of ``run_id`` to end."""
+        task = self._running.get(run_id)
+        if task is not None:
+            await asyncio.wait({task}, timeout=timeout)
 
     async def delete(self, command: DeleteRun) -> None:
         pipeline = self._pipelines.get(command.run_id)
         if pipeline is not None and pipeline.run.account == command.account:
             pipeline.request_halt("operator_kill: deleted")
-            for _ in range(600):
-                if command.run_id not in self._pipelines:
-                    break
-                await asyncio.sleep(0.05)
+            await self._ended(command.run_id)
         run = await self.store.run(self.app.find_run, command.run_id)
         if run is None or run.account != command.account:
             return

@@ -75,38 +75,23 @@ class PipelineTools:
     async def _logged(
         self, tool: str, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]
     ) -> Any:
-        self._calls += 1
-        call_id = f"{self.phase}-{self.run.invocations.get(self.phase, 1)}-{self._calls}"
-        self.run.tool_call(phase=self.phase, call_id=call_id, tool=tool, arguments=arguments)
+        call_id = self._open_call(tool, arguments)
         try:
             result = await call()
         except PhaseError as exc:
-            self.run.tool_result(
-                phase=self.phase,
-                call_id=call_id,
-                tool=tool,
-                result=f"{exc.error_type}: {exc.detail}"[:RESULT_PREVIEW],
-                is_error=True,
-            )
-            await self._save()
+            await self._close_call(call_id, tool, f"{exc.error_type}: {exc.detail}", True)
             raise
         text = result if isinstance(result, str) else json.dumps(result, default=str)
-        self.run.tool_result(
-            phase=self.phase,
-            call_id=call_id,
-            tool=tool,
-            result=text[:RESULT_PREVIEW],
-            is_error=False,
-        )
-        await self._save()
+        await self._close_call(call_id, tool, text, False)
         return result
 
-    async def log_call(
-        self, tool: str, arguments: dict[str, Any], result: str, is_error: bool = False
-    ) -> None:
+    def _open_call(self, tool: str, arguments: dict[str, Any]) -> str:
         self._calls += 1
         call_id = f"{self.phase}-{self.run.invocations.get(self.phase, 1)}-{self._calls}"
         self.run.tool_call(phase=self.phase, call_id=call_id, tool=tool, arguments=arguments)
+        return call_id
+
+    async def _close_call(self, call_id: str, tool: str, result: str, is_error: bool) -> None:
         self.run.tool_result(
             phase=self.phase,
             call_id=call_id,
@@ -115,6 +100,12 @@ class PipelineTools:
             is_error=is_error,
         )
         await self._save()
+
+    async def log_call(
+        self, tool: str, arguments: dict[str, Any], result: str, is_error: bool = False
+    ) -> None:
+        call_id = self._open_call(tool, arguments)
+        await self._close_call(call_id, tool, result, is_error)
 
     async def list_catalog(self) -> CatalogListing:
         async def call() -> CatalogListing:
