@@ -92,6 +92,31 @@ class Settings(BaseSettings):
     # The egress proxy (HTTP CONNECT) sandboxes reach the internet through, if any;
     # set as HTTP(S)_PROXY inside, reached through the sandbox's forwarder.
     egress_proxy_url: str | None = None
+    # What each backend charges per sandbox-second, in micro-dollars (concepts §8):
+    # the sandbox-manager prices SandboxKilled.cost_micros with it.
+    sandbox_rate_local_micros: int = 0
+    sandbox_rate_e2b_micros: int = 28
+    sandbox_rate_sandbox0_micros: int = 14
+
+    # The `e2b` backend (https://e2b.dev). ``e2b_api_url`` points the SDK elsewhere
+    # (a self-hosted E2B, or a test's fake); ``e2b_sandbox_url`` likewise for envd.
+    e2b_api_key: str | None = None
+    e2b_api_url: str | None = None
+    e2b_sandbox_url: str | None = None
+    e2b_domain: str | None = None
+    e2b_template: str = "base"
+    # The injector's address as e2b sandboxes reach it (the proxy must be public
+    # for a remote backend); HTTP(S)_PROXY inside e2b sandboxes.
+    e2b_egress_proxy_url: str | None = None
+
+    # The `sandbox0` backend: pods on Kubernetes. ``kube_config`` is a kubeconfig
+    # path; without it the in-cluster service account is used.
+    kube_config: Path | None = None
+    kube_context: str | None = None
+    kube_namespace: str = "benchwright-sandboxes"
+    kube_image: str = "python:3.12-slim"
+    # The injector's address as pods reach it (a Service in the cluster).
+    kube_egress_proxy_url: str | None = None
 
     @property
     def uses_postgres(self) -> bool:

@@ -51,18 +51,22 @@ class BackendConformance:
             yield listener
 
     @pytest.fixture
+    def backend_settings(self, egress: Listener) -> dict[str, object]:
+        """Settings for the backend under test; a remote backend's module overrides
+        this to point it at its fake service (and its egress at ``egress``)."""
+        return {"egress_proxy_url": f"http://127.0.0.1:{egress.port}"}
+
+    @pytest.fixture
     async def backend(
         self,
         backend_name: str,
+        backend_settings: dict[str, object],
         tmp_path: Path,
-        egress: Listener,
         monkeypatch: pytest.MonkeyPatch,
     ) -> AsyncIterator[SandboxBackend]:
         # What the service's own environment holds must never reach a sandbox.
         monkeypatch.setenv("BW_OPENROUTER_API_KEY", SECRET)
-        settings = Settings(
-            data_dir=tmp_path / "data", egress_proxy_url=f"http://127.0.0.1:{egress.port}"
-        )
+        settings = Settings.model_validate({"data_dir": tmp_path / "data", **backend_settings})
         backend = get_backend(backend_name, tmp_path / "data" / "sandboxes", settings)
         await backend.start()
         assert backend.isolation != "none", "the conformance suite runs isolated backends"
