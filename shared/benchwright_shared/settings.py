@@ -89,9 +89,22 @@ class Settings(BaseSettings):
     # When the sandbox-manager runs as root, each sandbox runs as its own uid from
     # this base upwards (a hash of its id), never as root.
     sandbox_uid_base: int = 1_000_000
-    # The egress proxy (HTTP CONNECT) sandboxes reach the internet through, if any;
-    # set as HTTP(S)_PROXY inside, reached through the sandbox's forwarder.
+    # A fixed egress proxy (HTTP CONNECT) for sandboxes whose command names none;
+    # runs get the injector's per-run address instead (``injector_*`` below).
     egress_proxy_url: str | None = None
+    # The egress injector (mitmproxy) the proxy service runs for sandboxes.
+    injector_enabled: bool = True
+    injector_host: str = "127.0.0.1"
+    injector_port: int = 0
+    # Let sandboxes reach loopback and private addresses through the injector
+    # (development and tests, where the "internet" is a local fake).
+    injector_allow_internal: bool = False
+    # An extra CA the injector trusts upstream, beside the public ones.
+    injector_upstream_ca: Path | None = None
+    # Where a run's sandboxes live when its launch says `compute: default` (or nothing).
+    # `auto` picks the first remote backend configured here (e2b, then sandbox0),
+    # else `local`. The orchestrator resolves it at launch and records `backend`.
+    sandbox_backend: Literal["local", "e2b", "sandbox0"] = "local"
     # What each backend charges per sandbox-second, in micro-dollars (concepts §8):
     # the sandbox-manager prices SandboxKilled.cost_micros with it.
     sandbox_rate_local_micros: int = 0

@@ -72,3 +72,23 @@ GET_RUN_EVENTS: Final = "bw.q.orchestrator.run_events.v1"
 def rebuild_subject(service: str) -> str:
     """Admin request: drop and rebuild one of ``service``'s projections."""
     return f"bw.q.{service}.rebuild_projection.v1"
+
+
+# Registry authoring (request/reply: the author waits for the id or the refusal).
+# Task rows travel through the datasets bucket under UPLOADS_PREFIX, not in the
+# message: a thousand rows can exceed a NATS message's size limit.
+UPLOADS_PREFIX: Final = "uploads/"
+CREATE_BENCHMARK: Final = "bw.q.registry.benchmarks.create.v1"
+UPDATE_BENCHMARK: Final = "bw.q.registry.benchmarks.update.v1"
+READ_BENCHMARK: Final = "bw.q.registry.benchmarks.read.v1"
+LIST_BENCHMARKS: Final = "bw.q.registry.benchmarks.list.v1"
+DELETE_BENCHMARK: Final = "bw.q.registry.benchmarks.delete.v1"
+CREATE_SUBSET: Final = "bw.q.registry.subsets.create.v1"
+UPDATE_SUBSET: Final = "bw.q.registry.subsets.update.v1"
+APPEND_TASKS: Final = "bw.q.registry.subsets.append.v1"
+READ_SUBSET: Final = "bw.q.registry.subsets.read.v1"
+DELETE_SUBSET: Final = "bw.q.registry.subsets.delete.v1"
+CREATE_IMPL: Final = "bw.q.registry.impls.create.v1"
+UPDATE_IMPL: Final = "bw.q.registry.impls.update.v1"
+READ_IMPL: Final = "bw.q.registry.impls.read.v1"
+DELETE_IMPL: Final = "bw.q.registry.impls.delete.v1"

@@ -11,6 +11,7 @@ from benchwright_orchestrator.plan import (
     is_resumable_halt,
     narrow_selection,
     plan_phases,
+    resolve_backend,
     scope_selection,
     selected_indices,
 )
@@ -135,3 +136,11 @@ def test_artifacts_feed_the_fingerprint_with_load_bearing_fields_only() -> None:
         guidance=[],
     )
     assert a.fingerprint() != b.fingerprint()
+
+
+def test_compute_resolves_to_a_backend() -> None:
+    assert resolve_backend(None, "local", ["e2b"]) == "local"
+    assert resolve_backend("default", "sandbox0", []) == "sandbox0"
+    assert resolve_backend("auto", "local", ["e2b", "sandbox0"]) == "e2b"
+    assert resolve_backend("auto", "local", []) == "local"
+    assert resolve_backend("sandbox0", "local", []) == "sandbox0"

@@ -95,7 +95,7 @@ def test_a_rule_that_cannot_be_applied_is_refused_without_quoting_the_value(
 def test_the_refusal_says_which_host_and_how_to_allow_it() -> None:
     body = refusal_body("evil.example")
     assert "evil.example is blocked" in body
-    assert 'PATCH /v1/host-policy with {"upsert": [{"pattern": "evil.example"' in body
+    assert 'PATCH /v1/host-policy with {"add": [{"pattern": "evil.example"' in body
 
 
 async def test_refusals_are_summed_per_account_and_capped() -> None:
@@ -143,5 +143,10 @@ async def test_vault_ports_check_keys_and_remember_decisions_briefly(tmp_path: P
         ((found, value),) = await ports.injections("acct", "api.example.com", pinned)
         assert found.inject_kind == "bearer" and value == "sk-value-0123456789"
         assert await ports.injections("acct", "other.example", pinned) == []
+        # The run's own model host is the model proxy's: egress to it is refused,
+        # even where the account allows it, and only for that run.
+        platform.put("model", "sk-model-0123456789", SecretRule(host_pattern="model.invalid"))
+        assert await ports.decide("acct", "model.invalid", run_id) == "block"
+        assert await ports.decide("acct", "model.invalid", "another-run") == "allow"
     finally:
         platform.close()

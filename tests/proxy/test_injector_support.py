@@ -183,7 +183,7 @@ class Platform:
     def run(self, account: str = "acct") -> tuple[str, str]:
         """A new run bound for ``account``: (run_id, proxy key)."""
         run_id = str(uuid.uuid4())
-        sut = SutRef(model="fake", provider="openai_compatible", api_base="http://127.0.0.1:9")
+        sut = SutRef(model="fake", provider="openai_compatible", api_base="http://model.invalid:9")
         _, key = self.bindings.attach(run_id, account, sut)
         return run_id, key
 

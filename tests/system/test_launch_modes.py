@@ -135,6 +135,7 @@ async def test_replay_inherits_the_scorer_and_selection_and_swaps_the_model(
     ).json()
     anchor_done = await platform.wait_terminal(anchor["id"])
     assert anchor_done["status"] == "ok", anchor_done["error"]
+    assert (anchor_done["compute"], anchor_done["backend"]) == ("default", "local")
 
     everything_right = FakeOpenAIServer(gsm8k_oracle(gsm8k_rows()[:20], correct_every=1)).start()
     try:
@@ -150,6 +151,7 @@ async def test_replay_inherits_the_scorer_and_selection_and_swaps_the_model(
         assert done["status"] == "ok", done["error"]
         assert done["impl_id"] == anchor_done["impl_id"]
         assert done["derived_from"] == anchor["id"]
+        assert done["backend"] == anchor_done["backend"]  # a replay stays where it ran
         assert done["model"]["model"] == "bigger-model"
         assert done["summary"]["total"] == 6 and done["summary"]["passed"] == 6
         assert done["fingerprint"] != anchor_done["fingerprint"]  # the model differs
@@ -197,6 +199,7 @@ async def test_replay_inherits_the_scorer_and_selection_and_swaps_the_model(
         ({"request": "Run GSM8K", "operator": "builtin"}, 400, ""),
         ({"request": "Run GSM8K", "harness": "inspect"}, 400, "harness"),
         ({"request": "Run GSM8K", "harness": "nope"}, 400, "harness"),
+        ({"request": "Run GSM8K", "compute": "e2bb"}, 400, "compute"),
     ):
         response = await client.post("/v1/runs", json=body)
         assert response.status_code == status, (body, response.text)

@@ -1,5 +1,6 @@
 """The gateway's own state: logins, sessions, access tokens and idempotency records."""
 
+import functools
 import secrets
 import time
 import uuid
@@ -23,6 +24,12 @@ from benchwright_gateway.domain import (
     token_hash,
 )
 from benchwright_shared.ids import new_pat
+
+
+@functools.cache
+def _decoy_hash() -> str:
+    """A hash no password opens, checked in place of an unknown user's."""
+    return hash_password(secrets.token_urlsafe(32), secrets.token_bytes(16))
 
 
 class AccessError(Exception):
@@ -75,8 +82,10 @@ class GatewayApplication(Application[uuid.UUID]):
 
     def open_session(self, username: str, password: str) -> tuple[str, Session]:
         login = self.find_login(username)
-        # The same answer for an unknown user and a wrong password.
-        if login is None or not password_matches(password, login.password_hash):
+        # The same answer for an unknown user and a wrong password, after as long:
+        # an unknown user's password is checked too, against a decoy.
+        stored = login.password_hash if login is not None else _decoy_hash()
+        if not password_matches(password, stored) or login is None:
             raise AccessError(401, "unknown username or wrong password")
         token = SESSION_PREFIX + secrets.token_urlsafe(32)
         session = Session(

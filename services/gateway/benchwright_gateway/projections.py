@@ -15,7 +15,7 @@ OUTPUT_PREVIEW_CHARS = 200
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 3
+    version = 4
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -25,7 +25,7 @@ class RunsProjection(Projection):
             "selected_tasks INTEGER, last_seq INTEGER NOT NULL DEFAULT 0, "
             "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT, "
             "mode TEXT, request TEXT, driver TEXT, parent_run_id TEXT, trials TEXT, "
-            "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0, "
+            "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0, compute TEXT, backend TEXT, "
             # A finished run whose task rows are not all in yet (a redelivered batch
             # can land after the terminal event) shows as running until they are.
             "final_status TEXT, final_total INTEGER"
@@ -56,8 +56,8 @@ class RunsProjection(Projection):
         cur.execute(
             f"INSERT INTO {cur.table('runs')} (run_id, account, status, benchmark_id, "
             "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at, "
-            "mode, request, driver, parent_run_id, trials, limits) "
-            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "mode, request, driver, parent_run_id, trials, limits, compute, backend) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id) DO NOTHING",
             [
                 run_id,
@@ -76,6 +76,8 @@ class RunsProjection(Projection):
                 d.get("parent_run_id"),
                 json.dumps(d.get("trials")) if d.get("trials") else None,
                 json.dumps(d.get("limits") or {}),
+                d.get("compute"),
+                d.get("backend"),
             ],
         )
 

@@ -37,7 +37,7 @@ class RunsApplication(RelayedApplication):
     # Loading a long run stays cheap: a snapshot every few thousand events.
     snapshotting_intervals = {Run: 2000}
 
-    def launch(self, command: LaunchRun) -> tuple[Run, bool]:
+    def launch(self, command: LaunchRun, default_backend: str = "local") -> tuple[Run, bool]:
         """Create the run for ``command``; (run, created). A repeat returns the stored run.
 
         A replay or fork copies what it inherits from its parent into its own log
@@ -74,6 +74,13 @@ class RunsApplication(RelayedApplication):
             parent_run_id=command.parent_run_id,
             replay=command.replay,
             fork=command.fork,
+            compute=command.compute,
+            # A replay or fork that names no compute stays where its parent ran.
+            backend=(
+                parent.backend
+                if parent is not None and command.compute is None
+                else default_backend
+            ),
         )
         if parent is not None:
             inherit(run, parent, self._artifact_events(parent.run_id), command)

@@ -63,6 +63,8 @@ class Run(Aggregate):
         parent_run_id: str | None = None,
         replay: dict[str, Any] | None = None,
         fork: dict[str, Any] | None = None,
+        compute: str | None = None,
+        backend: str = "local",
     ) -> None:
         self.run_id = run_id
         self.trials = trials or dict(DEFAULT_TRIALS)
@@ -81,6 +83,9 @@ class Run(Aggregate):
         self.parent_run_id = parent_run_id
         self.replay = replay
         self.fork = fork
+        self.compute = compute
+        # Every sandbox of the run lives on this backend (resolved at launch).
+        self.backend = backend
         self.plan: list[str] = []
         # Everything later phases (and resumes, replays, forks) rebuild their state from.
         self.scope: dict[str, Any] = {"kind": "all"}

@@ -120,3 +120,17 @@ def narrow_selection(
     allowed = set(selected_indices(parent, total))
     kept = [i for i in indices if i in allowed]
     return {"kind": "indices", "indices": kept, "reason": "replay slice"}
+
+
+def resolve_backend(compute: str | None, default: str, configured_remote: list[str]) -> str:
+    """The sandbox backend a launch's ``compute`` names.
+
+    ``default`` (or nothing) is the deployment's default; ``auto`` is the first
+    remote backend the deployment has configured, else ``local``; anything else
+    is already a backend's name (the launch contract admits only known ones).
+    """
+    if compute in (None, "default"):
+        return default
+    if compute == "auto":
+        return configured_remote[0] if configured_remote else "local"
+    return compute

@@ -9,6 +9,7 @@ from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run, RunError
 from benchwright_orchestrator.driver.select import select_driver
 from benchwright_orchestrator.pipeline import CellLookup, PipelineDeps, RunPipeline
+from benchwright_orchestrator.plan import resolve_backend
 from benchwright_orchestrator.replies import Replies
 from benchwright_shared.contracts import (
     DeleteRun,
@@ -57,7 +58,16 @@ class Orchestrator:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def launch(self, command: LaunchRun) -> None:
-        run, created = await self.store.run(self.app.launch, command)
+        remote = [
+            name
+            for name, configured in (
+                ("e2b", self.settings.e2b_api_key),
+                ("sandbox0", self.settings.kube_config),
+            )
+            if configured
+        ]
+        backend = resolve_backend(command.compute, self.settings.sandbox_backend, remote)
+        run, created = await self.store.run(self.app.launch, command, backend)
         self.relay.wake()
         if created:
             self._spawn(run)

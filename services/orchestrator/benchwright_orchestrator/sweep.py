@@ -71,11 +71,8 @@ class Sweep:
             await self._sweep(sandbox_id, self._unsent(self.selected()), model)
 
     def _sandbox_backend(self) -> str:
-        """The backend the run's sandboxes live on (``local`` when none is open)."""
-        open_sandboxes = self.run.open_sandboxes
-        if self.work.sandbox_id in open_sandboxes:
-            return open_sandboxes[self.work.sandbox_id]
-        return next(iter(open_sandboxes.values()), "local")
+        """The backend the run's sandboxes live on (resolved from ``compute`` at launch)."""
+        return self.run.backend
 
     def _unsent(self, indices: list[int]) -> list[TaskSpec]:
         """The (task, trial) pairs without a result: nothing on record is sent again."""
@@ -112,6 +109,7 @@ class Sweep:
                 "BW_MODEL_MODEL": model.model_id,
                 "BW_MODEL_PROXY_KEY": model.proxy_key,
             },
+            egress=model.egress,
         )
         queue = self.work.replies.expect(command.command_id)
         # Silence longer than one task's ceiling means the sandbox is gone.

@@ -137,7 +137,7 @@ class Workspace:
             run_id=self.run.run_id,
             account=self.run.account,
             role="work",
-            backend="local",
+            backend=self.run.backend,
             files=files,
             from_snapshot=from_snapshot,
         )
@@ -160,6 +160,8 @@ class Workspace:
                 files=files or [],
                 stdin=stdin,
                 timeout_s=timeout_s,
+                # Before the model is attached there is no run key: no way out at all.
+                egress=self.model.egress if self.model else None,
             ),
             timeout=timeout_s + 30,
         )

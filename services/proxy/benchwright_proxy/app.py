@@ -1,11 +1,15 @@
-"""Assembles the proxy: bindings store, model endpoint, handlers."""
+"""Assembles the proxy: bindings store, model endpoint, vault, egress injector, handlers."""
 
+import logging
 from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
 from benchwright_proxy import handlers
 from benchwright_proxy.application import ProxyApplication
+from benchwright_proxy.credentials import RunCredentials
+from benchwright_proxy.injector import EgressInjector, InjectorError
+from benchwright_proxy.injector.wiring import ServicePorts
 from benchwright_proxy.service import ProxyRuntime
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.vault import handlers as vault_handlers
@@ -13,6 +17,8 @@ from benchwright_proxy.vault.application import VaultApplication
 from benchwright_proxy.vault.crypto import Sealer
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,11 +40,40 @@ class ProxyService:
             env=eventsourcing_env(self.settings, self.name, part="vault"),
         )
         vault_handlers.register(self.router, self.vault, self.vault_store)
+        self.runtime.credentials = RunCredentials(self.vault, self.vault_store)
+        self.injector = self._injector() if self.settings.injector_enabled else None
+
+    def _injector(self) -> EgressInjector:
+        ports = ServicePorts(self.runtime.authenticate, self.vault, self.vault_store)
+        return EgressInjector(
+            confdir=self.settings.service_dir(self.name) / "injector",
+            authenticate=ports.authenticate,
+            decide=ports.decide,
+            injections=ports.injections,
+            pin=ports.pin,
+            record_refusals=ports.record_refusals,
+            listen_host=self.settings.injector_host,
+            listen_port=self.settings.injector_port,
+            upstream_ca=self.settings.injector_upstream_ca,
+            allow_public_clients=self.settings.injector_host not in ("127.0.0.1", "::1"),
+            allow_internal=self.settings.injector_allow_internal,
+        )
 
     async def start(self, broker: NatsBroker) -> None:
         await self.runtime.start(broker)
+        if self.injector is not None:
+            try:
+                await self.injector.start()
+            except InjectorError:
+                # Sandboxes then get no egress at all: closed, never open.
+                log.exception("the egress injector did not start; sandboxes have no network")
+                self.injector = None
+        self.runtime.injector = self.injector
 
     async def stop(self) -> None:
+        # The injector's last refusals go to the vault: stop it before the vault closes.
+        if self.injector is not None:
+            await self.injector.stop()
         await self.runtime.stop()
         self.app.close()
         self.store.close()

@@ -45,6 +45,15 @@ class ProxyApplication(Application[uuid.UUID]):
             self.save(binding)
         return binding, key
 
+    def pin_secrets(self, run_id: str, versions: dict[str, int]) -> dict[str, int]:
+        """Pin ``versions`` for the run unless an earlier attach already did; the pins."""
+        binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
+        if binding.pinned_versions is None:
+            binding.pin_secrets(versions)
+            self.save(binding)
+        assert binding.pinned_versions is not None
+        return binding.pinned_versions
+
     def detach(self, run_id: str) -> None:
         try:
             binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))

@@ -71,5 +71,19 @@ class ModelBinding(Aggregate):
     def detach(self) -> None:
         self.active = False
 
+    @event("SecretsPinned")
+    def pin_secrets(self, versions: dict[str, int]) -> None:
+        """Fix which version of each vault secret the run's provider calls use.
+
+        Only versions are recorded, never values: the vault opens them per call.
+        """
+        self.secret_versions = dict(versions)
+
+    @property
+    def pinned_versions(self) -> dict[str, int] | None:
+        """The versions pinned at the first attach; None before (older bindings too)."""
+        versions: dict[str, int] | None = getattr(self, "secret_versions", None)
+        return versions
+
     def accepts(self, secret: str) -> bool:
         return self.active and hmac.compare_digest(self.key_hash, hash_secret(secret))

@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
+from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
 from benchwright_proxy.usage import CallRecord
@@ -29,6 +30,8 @@ from benchwright_shared.settings import Settings
 log = logging.getLogger(__name__)
 
 Authenticate = Callable[[str], Awaitable[ModelBinding]]
+# The run's credentials for its upstream (vault secrets pinned at attach), if any.
+Credentials = Callable[[ModelBinding], Awaitable[UpstreamAuth | None]]
 RecordUsage = Callable[[CallRecord], None]
 
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -70,13 +73,28 @@ class ProviderPool:
 class _Call:
     """One call's bookkeeping: turns what the upstream said into a ``CallRecord``."""
 
-    __slots__ = ("binding", "finished", "pool", "provider", "record_usage", "started", "sut")
+    __slots__ = (
+        "auth",
+        "binding",
+        "finished",
+        "pool",
+        "provider",
+        "record_usage",
+        "started",
+        "sut",
+    )
 
     def __init__(
-        self, binding: ModelBinding, sut: SutRef, pool: ProviderPool, record_usage: RecordUsage
+        self,
+        binding: ModelBinding,
+        sut: SutRef,
+        pool: ProviderPool,
+        record_usage: RecordUsage,
+        auth: UpstreamAuth | None = None,
     ) -> None:
         self.binding = binding
         self.sut = sut
+        self.auth = auth
         self.pool = pool
         self.record_usage = record_usage
         self.provider: Provider | None = None
@@ -110,7 +128,7 @@ async def _complete(call: _Call, body: dict[str, Any]) -> Response:
     ok = False
     try:
         call.provider = await call.pool.get(call.sut)
-        result = await call.provider.chat(call.sut, body)
+        result = await call.provider.chat(call.sut, body, call.auth)
         usage = result.get("usage") or {}
         ok = True
         return JSONResponse(result)
@@ -127,7 +145,7 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
     tap = UsageTap(forward_usage_chunk=client_wants_usage(body))
     try:
         call.provider = await call.pool.get(call.sut)
-        frames = call.provider.stream(call.sut, body)
+        frames = call.provider.stream(call.sut, body, call.auth)
     except ProviderError as exc:
         call.finish({}, False)
         return _error(exc.status, exc.detail, "upstream_error")
@@ -201,8 +219,15 @@ async def _relay(
         await frames.aclose()  # the upstream stops too
 
 
+async def _no_credentials(binding: ModelBinding) -> UpstreamAuth | None:
+    return None
+
+
 def build_http_app(
-    pool: ProviderPool, authenticate: Authenticate, record_usage: RecordUsage
+    pool: ProviderPool,
+    authenticate: Authenticate,
+    record_usage: RecordUsage,
+    credentials: Credentials = _no_credentials,
 ) -> FastAPI:
     app = FastAPI(title="Benchwright model proxy", docs_url=None, redoc_url=None)
 
@@ -225,7 +250,8 @@ def build_http_app(
             return _error(400, "body is not JSON", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
-        call = _Call(binding, SutRef.model_validate(binding.sut), pool, record_usage)
+        sut = SutRef.model_validate(binding.sut)
+        call = _Call(binding, sut, pool, record_usage, await credentials(binding))
         if body.get("stream"):
             return await _stream(call, body)
         return await _complete(call, body)

@@ -8,13 +8,16 @@ import uvicorn
 from faststream.nats import NatsBroker
 
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
+from benchwright_proxy.credentials import RunCredentials
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
+from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
+from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.usage import CallRecord, UsageMeter
 from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import AttachModel, DetachModel, ModelAttached, SutRef
+from benchwright_shared.contracts import AttachModel, DetachModel, Egress, ModelAttached, SutRef
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -43,6 +46,10 @@ class ProxyRuntime:
         self._tasks: list[asyncio.Task[None]] = []
         self._server: uvicorn.Server | None = None
         self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
+        # Set by the service once the egress injector listens; None runs sandboxes offline.
+        self.injector: EgressInjector | None = None
+        # Set by the service: the run's provider credentials from the vault.
+        self.credentials: RunCredentials | None = None
 
     async def authenticate(self, key: str) -> ModelBinding:
         run_id, secret = parse_key(key)
@@ -60,9 +67,21 @@ class ProxyRuntime:
             raise ProviderError(400, f"unknown provider {sut.provider!r}")
         binding, key = await self.store.run(self.app.attach, run_id, account, sut)
         self._bindings[run_id] = binding
+        if self.credentials is not None:
+            await self.credentials.pin(binding, self._pin_versions)
         # Warm the provider now, not on the sweep's first call.
         await self.pool.get(sut)
         return binding, key
+
+    async def _pin_versions(self, run_id: str, versions: dict[str, int]) -> dict[str, int]:
+        pinned = await self.store.run(self.app.pin_secrets, run_id, versions)
+        self._bindings.pop(run_id, None)  # the cached binding predates the pins
+        return pinned
+
+    async def credentials_for(self, binding: ModelBinding) -> UpstreamAuth | None:
+        if self.credentials is None:
+            return None
+        return await self.credentials.for_binding(binding)
 
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
@@ -75,11 +94,25 @@ class ProxyRuntime:
             model_id=binding.model_id,
             litellm_config_yaml=litellm_config_yaml(command.sut),
             max_concurrency=max_concurrency(command.sut),
+            egress=self.egress(key),
         )
         await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
 
+    def egress(self, key: str) -> Egress | None:
+        """The injector's address for the run that holds ``key``, with the CA to trust."""
+        if self.injector is None:
+            return None
+        return Egress(
+            proxy_url=self.injector.proxy_url(key),
+            ca_cert_pem=self.injector.ca_cert_path.read_text(),
+        )
+
     async def detach(self, command: DetachModel) -> None:
         self._bindings.pop(command.run_id, None)
+        if self.credentials is not None:
+            self.credentials.forget(command.run_id)
+        if self.injector is not None:
+            self.injector.forget_run(command.run_id)
         await self.store.run(self.app.detach, command.run_id)
         await self.flush_usage()
 
@@ -107,7 +140,9 @@ class ProxyRuntime:
 
     async def serve_http(self) -> str:
         """Start the model endpoint; returns its URL (the real port when 0 was asked)."""
-        http_app = build_http_app(self.pool, self.authenticate, self.record_usage)
+        http_app = build_http_app(
+            self.pool, self.authenticate, self.record_usage, self.credentials_for
+        )
         config = uvicorn.Config(
             http_app,
             host=self.settings.proxy_host,

@@ -3,6 +3,7 @@
 import logging
 from typing import TYPE_CHECKING
 
+from benchwright_sandbox_manager.egress import egress_env
 from benchwright_sandbox_manager.ports import (
     BackendError,
     ExecResult,
@@ -37,11 +38,12 @@ async def run_exec(manager: "SandboxManager", command: ExecInSandbox) -> None:
             data = await manager.file_content(file)
             await backend.put_file(command.sandbox_id, file.path, data)
         if command.argv:
+            egress = await egress_env(backend, command.sandbox_id, command.egress)
             result = await backend.exec(
                 command.sandbox_id,
                 command.argv,
                 stdin=command.stdin.encode() if command.stdin is not None else None,
-                env=command.env,
+                env={**egress, **command.env},
                 timeout_s=command.timeout_s,
             )
         else:

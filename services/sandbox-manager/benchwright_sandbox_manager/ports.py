@@ -116,6 +116,10 @@ class SandboxBackend(Protocol):
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
         """Read a file relative to the sandbox's working directory."""
 
+    def inside_path(self, sandbox_id: str, path: str) -> str:
+        """The absolute path a command in the sandbox sees for ``path`` (relative to
+        the working directory): what an environment variable naming a file holds."""
+
     def exec_lines(
         self,
         sandbox_id: str,

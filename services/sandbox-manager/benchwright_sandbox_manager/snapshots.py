@@ -23,7 +23,8 @@ from typing import Any
 from benchwright_sandbox_manager.ports import BackendError
 
 SNAPSHOT_ID = re.compile(r"^snap_[0-9a-f]{12}$")
-SKIPPED_DIRS = frozenset({"__pycache__"})
+# ``.bw`` holds what the platform hands a command (the egress CA), not its work.
+SKIPPED_DIRS = frozenset({"__pycache__", ".bw"})
 
 
 class SnapshotNotFoundError(BackendError):

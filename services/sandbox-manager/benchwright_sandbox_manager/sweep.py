@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from benchwright_sandbox_manager.egress import egress_env
 from benchwright_sandbox_manager.ports import BackendError
 from benchwright_shared.bus import publish_event
 from benchwright_shared.contracts import (
@@ -77,12 +78,13 @@ async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
 
     error_type = detail = None
     try:
+        egress = await egress_env(backend, command.sandbox_id, command.egress)
         lines = backend.exec_lines(
             command.sandbox_id,
             argv,
             stdin_lines=stdin,
             # A model call never outlives its task's ceiling.
-            env={"BW_MODEL_TIMEOUT": str(command.timeout_s), **command.env},
+            env={**egress, "BW_MODEL_TIMEOUT": str(command.timeout_s), **command.env},
             timeout_s=wall,
             limits=limits,
         )

@@ -8,10 +8,13 @@ is a new class on a new ``.v2`` subject.
 
 from benchwright_shared.contracts.base import Contract, Problem
 from benchwright_shared.contracts.commands import (
+    COMPUTE_CHOICES,
     AttachModel,
+    Compute,
     CreateSandbox,
     DeleteRun,
     DetachModel,
+    Egress,
     ExecInSandbox,
     HaltRun,
     KillSandbox,
@@ -56,17 +59,20 @@ from benchwright_shared.contracts.queries import (
 from benchwright_shared.contracts.run_events import RUN_EVENT_TYPES, RunEvent, SutRef
 
 __all__ = [
+    "COMPUTE_CHOICES",
     "RUN_EVENT_TYPES",
     "AttachModel",
     "BenchmarkResolution",
     "CatalogBenchmarkEntry",
     "CatalogListing",
     "CatalogSubsetEntry",
+    "Compute",
     "Contract",
     "CreateSandbox",
     "DeleteRun",
     "DetachModel",
     "DriverUsageRecorded",
+    "Egress",
     "ExecInSandbox",
     "GetImpl",
     "GetRunCost",

@@ -15,6 +15,9 @@ from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.run_events import SutRef
 
 SandboxRole = Literal["driver", "work", "proxy", "task"]
+# A launch's ``compute``: a sandbox backend by name, or let the platform choose.
+Compute = Literal["default", "auto", "local", "e2b", "sandbox0"]
+COMPUTE_CHOICES: tuple[str, ...] = ("default", "auto", "local", "e2b", "sandbox0")
 
 
 class LaunchRun(Contract):
@@ -41,6 +44,9 @@ class LaunchRun(Contract):
     limit: int | None = None
     request: str | None = None
     driver: str | None = None
+    # Where sandboxes live: a backend by name, or ``default``/``auto`` for the
+    # platform to choose; None on a replay or fork keeps the parent's backend.
+    compute: Compute | None = None
     # Checked ceilings, ``{level: {quantity: value}}`` in dollars and seconds.
     limits: dict[str, dict[str, float]] = Field(default_factory=dict)
     parent_run_id: str | None = None
@@ -117,6 +123,20 @@ class CreateSandbox(Contract):
     from_snapshot: str | None = None
 
 
+class Egress(BaseModel):
+    """How a run's sandboxes reach the outside: the egress injector, and its CA.
+
+    ``proxy_url`` carries the run's proxy key as its user info; the sandbox-manager
+    sets it as HTTP(S)_PROXY and writes ``ca_cert_pem`` (the certificate only, never
+    its key) where TLS clients look for trusted roots.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    proxy_url: str
+    ca_cert_pem: str
+
+
 class ExecInSandbox(Contract):
     """Write ``files`` into a sandbox, then run ``argv`` there and report its output.
 
@@ -134,6 +154,7 @@ class ExecInSandbox(Contract):
     stdin: str | None = None
     timeout_s: float = 120.0
     env: dict[str, str] = Field(default_factory=dict)
+    egress: Egress | None = None
 
 
 class SnapshotSandbox(Contract):
@@ -171,6 +192,7 @@ class RunTasks(Contract):
     concurrency: int = 8
     timeout_s: float = 300.0
     env: dict[str, str] = Field(default_factory=dict)
+    egress: Egress | None = None
 
 
 class KillSandbox(Contract):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract
+from benchwright_shared.contracts.commands import Egress
 
 Outcome = Literal["pass", "fail", "err"]
 
@@ -126,6 +127,8 @@ class ModelAttached(Contract):
     litellm_config_yaml: str
     # How many calls the model serves at once; None when the upstream scales.
     max_concurrency: int | None = None
+    # The egress injector for this run's sandboxes (None when the proxy runs none).
+    egress: Egress | None = None
 
 
 class DriverUsageRecorded(Contract):

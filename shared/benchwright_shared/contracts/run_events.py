@@ -48,6 +48,9 @@ class RunLaunched(_Data):
     request: str | None = None
     driver: str | None = None
     limits: dict[str, Any] | None = None
+    # What the launch asked for (``compute``) and the sandbox backend it resolved to.
+    compute: str | None = None
+    backend: str | None = None
     # The run this one derives from (replay or fork): the registry's derived-from edge.
     parent_run_id: str | None = None
     replay: dict[str, Any] | None = None

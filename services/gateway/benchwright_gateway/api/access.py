@@ -71,7 +71,11 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require_session("minting a token")
         if "admin" in body.scopes and "admin" not in caller.scopes:
             raise ProblemError(
-                403, "missing scope", "only an admin session grants 'admin'", field="scopes"
+                403,
+                "missing scope",
+                "only an admin session grants 'admin'",
+                field="scopes",
+                code="missing_scope",
             )
         try:
             token = await ctx.call(ctx.app.mint_token, caller.account, body.scopes, body.label)
@@ -103,8 +107,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     @router.post("/accounts", status_code=201)
     async def create_account(body: AccountIn, caller: Caller) -> dict[str, Any]:
         """A new account with its first login (admin sessions only)."""
-        caller.require_session("creating an account")
+        # The scope first: a credential without it hears what it lacks, whatever it is.
         caller.require("admin")
+        caller.require_session("creating an account")
         try:
             login = await ctx.call(
                 lambda: ctx.app.create_login(body.username, body.password, admin=body.admin)

@@ -136,6 +136,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 "idempotency_key": idempotency_key,
                 "requested_at": datetime.now(UTC),
                 "driver": body.driver,
+                "compute": body.compute,
                 "limits": body.ceilings(),
             }
             if body.request is not None:
@@ -251,6 +252,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 fork={"description": body.description, "from_phase": body.from_phase},
                 sut=_sut(body.sut),
                 driver=body.driver or parent.get("driver"),
+                compute=body.compute,
                 limits=body.limits or json.loads(parent.get("limits") or "{}"),
                 metadata=json.loads(parent.get("metadata") or "{}"),
                 idempotency_key=key,

@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from benchwright_shared.contracts import Compute
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 
 # Hosted providers the proxy can route to; anything else needs a user's api_base.
@@ -151,6 +152,8 @@ class LaunchRequest(BaseModel):
     replay: ReplayIn | None = None
     sut: SutIn | None = None
     driver: str | None = Field(default=None, max_length=300)
+    # Where the run's sandboxes live; a typo is a 400 naming the field.
+    compute: Compute | None = None
     harness: str | None = None
     trials: TrialsIn | None = None
     limits: dict[str, Any] | None = None
@@ -233,6 +236,7 @@ class ForkRequest(BaseModel):
     from_phase: str = "atomize"
     sut: SutIn | None = None
     driver: str | None = Field(default=None, max_length=300)
+    compute: Compute | None = None
     limits: dict[str, Any] | None = None
     idempotency_key: str | None = Field(default=None, max_length=255)
 

@@ -50,6 +50,8 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "mode": row.get("mode") or "pinned",
         "request": row.get("request"),
         "driver": row.get("driver"),
+        "compute": row.get("compute") or "default",
+        "backend": row.get("backend") or "local",
         "derived_from": row.get("parent_run_id"),
         "trials": json.loads(row["trials"]) if row.get("trials") else None,
         "limits": json.loads(row["limits"]) if row.get("limits") else {},

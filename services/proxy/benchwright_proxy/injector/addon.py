@@ -94,7 +94,7 @@ class EgressAddon:
                 return
             self._connections[flow.client_conn.id] = _Connection(who, key, tunnel=True)
             host = normalize_host(flow.request.host)
-            if await self._decide(who.account, host) != "allow":
+            if await self._decide(who.account, host, who.run_id) != "allow":
                 self._refuse(flow, who, host)
         except Exception as exc:
             self._fail(flow, exc)
@@ -111,7 +111,7 @@ class EgressAddon:
             host = normalize_host(flow.request.host)
             named = _named_hosts(flow)
             for each in dict.fromkeys([host, *named]):
-                if await self._decide(who.account, each) != "allow":
+                if await self._decide(who.account, each, who.run_id) != "allow":
                     self._refuse(flow, who, each)
                     return
             pinned = await self._pinned(who)

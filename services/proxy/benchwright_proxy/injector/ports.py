@@ -30,8 +30,8 @@ class InjectionRule(Protocol):
 
 # ``authenticate(key)``: the run a proxy key opens, or None for a wrong, unknown or revoked key.
 Authenticate = Callable[[str], Awaitable[tuple[str, str] | None]]
-# ``decide(account, host)``: ``"allow"`` or ``"block"``.
-Decide = Callable[[str, str], Awaitable[str]]
+# ``decide(account, host, run_id)``: ``"allow"`` or ``"block"``.
+Decide = Callable[[str, str, str], Awaitable[str]]
 # ``injections(account, host, pinned)``: the (rule, value) pairs for a request to ``host``.
 Injections = Callable[[str, str, dict[str, int]], Awaitable[Sequence[tuple[InjectionRule, str]]]]
 # ``pin(account)``: each secret's current version, fixed for a run when it is first seen.

@@ -77,7 +77,7 @@ def place(rule: InjectionRule, value: str) -> Placement:
 
 def refusal_body(host: str) -> str:
     """The 403 body: which host, and how the account can allow it."""
-    change = json.dumps({"upsert": [{"pattern": host, "action": "allow"}]})
+    change = json.dumps({"add": [{"pattern": host, "action": "allow"}]})
     return (
         f"Benchwright egress: {host} is blocked by this account's host policy.\n"
         f"To allow it: PATCH /v1/host-policy with {change}\n"

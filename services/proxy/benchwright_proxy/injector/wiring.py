@@ -11,11 +11,14 @@ requests a second. A policy or rule change therefore reaches running runs within
 
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchwright_proxy.domain import InvalidProxyKeyError
 from benchwright_proxy.injector.ports import InjectionRule
+from benchwright_proxy.injector.rules import normalize_host
+from benchwright_proxy.providers.auth import upstream_host
 from benchwright_proxy.vault.application import VaultApplication
+from benchwright_shared.contracts import SutRef
 from benchwright_shared.store import BlockingStore
 
 CACHE_TTL_S = 1.0
@@ -29,6 +32,9 @@ class _Binding(Protocol):
 
     @property
     def account(self) -> str: ...
+
+    @property
+    def sut(self) -> dict[str, Any]: ...
 
 
 class _TTLCache[V]:
@@ -71,15 +77,26 @@ class ServicePorts:
         self._store = vault_store
         self._decisions: _TTLCache[str] = _TTLCache(cache_ttl)
         self._injections: _TTLCache[list[tuple[InjectionRule, str]]] = _TTLCache(cache_ttl)
+        # Each run's model host: reachable through the model proxy only, never egress.
+        self._model_hosts: dict[str, str | None] = {}
 
     async def authenticate(self, key: str) -> tuple[str, str] | None:
         try:
             binding = await self._check_key(key)
         except InvalidProxyKeyError:
             return None
+        if binding.run_id not in self._model_hosts:
+            if len(self._model_hosts) >= CACHE_MAX:
+                self._model_hosts.clear()
+            host = upstream_host(SutRef.model_validate(binding.sut))
+            self._model_hosts[binding.run_id] = normalize_host(host) if host else None
         return binding.run_id, binding.account
 
-    async def decide(self, account: str, host: str) -> str:
+    async def decide(self, account: str, host: str, run_id: str | None = None) -> str:
+        """The account's policy for ``host``; a run's own model host is always refused,
+        so the provider is reached through the model proxy (metered, its key unseen)."""
+        if run_id is not None and self._model_hosts.get(run_id) == host:
+            return "block"
         key = (account, host)
         found = self._decisions.get(key)
         if found is None:

@@ -9,6 +9,7 @@ llama.cpp) are imported only when a run names them.
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
+from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
@@ -26,10 +27,17 @@ class ProviderError(Exception):
 class Provider(Protocol):
     name: str
 
-    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
-        """Send a chat completion request; return the OpenAI-shaped response."""
+    async def chat(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> dict[str, Any]:
+        """Send a chat completion request; return the OpenAI-shaped response.
 
-    def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        ``auth`` is the run's credentials for the upstream (from the vault), if any.
+        """
+
+    def stream(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> AsyncGenerator[bytes, None]:
         """Send a streaming request; yield its Server-Sent Events as they arrive.
 
         Asks the upstream for usage in the stream. Nothing is sent before the

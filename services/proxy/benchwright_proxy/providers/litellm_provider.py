@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from benchwright_proxy.providers import ProviderError
+from benchwright_proxy.providers.auth import UpstreamAuth, upstream_host
 from benchwright_proxy.providers.upstream import (
     MAX_ATTEMPTS,
     TransientUpstreamError,
@@ -84,14 +85,22 @@ class LiteLLMProvider:
     def upstream(self, sut: SutRef) -> Upstream:
         return self._upstreams[sut.provider]
 
-    def _params(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
-        key = self._keys.get(sut.provider)
+    def _params(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None
+    ) -> dict[str, Any]:
+        # The account's own secret for the provider's host wins over the deployment's key.
+        key = (auth.bearer() if auth else None) or self._keys.get(sut.provider)
         if not key:
             raise ProviderError(
-                424, f"no {sut.provider} key is configured (BW_{sut.provider.upper()}_API_KEY)"
+                424,
+                f"no {sut.provider} key: add a secret for {upstream_host(sut)} "
+                f"(POST /v1/secrets) or set BW_{sut.provider.upper()}_API_KEY",
             )
         params = {k: v for k, v in body.items() if k not in {"model", "stream", "stream_options"}}
         params.update(model=self._route(sut), api_key=key, num_retries=0)
+        extra = {k: v for k, v in (auth.headers if auth else {}).items() if k != "Authorization"}
+        if extra:
+            params["extra_headers"] = extra
         if sut.provider in self._api_bases:
             params["api_base"] = self._api_bases[sut.provider]
         return params
@@ -102,14 +111,18 @@ class LiteLLMProvider:
         except Exception as exc:
             raise _as_failure(exc) from None
 
-    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
-        params = self._params(sut, body)
+    async def chat(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> dict[str, Any]:
+        params = self._params(sut, body, auth)
         response = await self.upstream(sut).call(lambda: self._acompletion(params))
         result: dict[str, Any] = response.model_dump()
         return result
 
-    async def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
-        params = self._params(sut, body)
+    async def stream(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> AsyncGenerator[bytes, None]:
+        params = self._params(sut, body, auth)
         params.update(stream=True, stream_options=with_usage_requested(body)["stream_options"])
         chunks, permit = await self.upstream(sut).open(lambda: self._acompletion(params))
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchwright_proxy.providers import ProviderError
+from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.sse import DONE, event
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
@@ -95,7 +96,9 @@ class LocalModelProvider:
         result["usage"]["latency_ms"] = int((time.perf_counter() - started) * 1000)
         return result
 
-    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
+    async def chat(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> dict[str, Any]:
         if not isinstance(body.get("messages"), list):
             raise ProviderError(400, "messages must be a list")
         async with self._lock:
@@ -138,7 +141,9 @@ class LocalModelProvider:
             if close is not None:
                 close()
 
-    async def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+    async def stream(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> AsyncGenerator[bytes, None]:
         if not isinstance(body.get("messages"), list):
             raise ProviderError(400, "messages must be a list")
         await self._lock.acquire()

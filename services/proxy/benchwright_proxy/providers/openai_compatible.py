@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from benchwright_proxy.providers import ProviderError
+from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.providers.upstream import (
     MAX_ATTEMPTS,
     TransientUpstreamError,
@@ -56,9 +57,16 @@ class OpenAICompatibleProvider:
             upstream = self._upstreams[base] = Upstream(base, **self._upstream_args)
         return upstream
 
-    async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(
+        self, url: str, body: dict[str, Any], auth: UpstreamAuth | None
+    ) -> dict[str, Any]:
         try:
-            response = await self._client.post(url, json=body)
+            response = await self._client.post(
+                url,
+                json=body,
+                headers=auth.headers if auth else None,
+                params=auth.params if auth else None,
+            )
         except httpx.TransportError as exc:
             raise TransientUpstreamError(
                 502, f"upstream unreachable: {type(exc).__name__}"
@@ -68,8 +76,16 @@ class OpenAICompatibleProvider:
         result: dict[str, Any] = response.json()
         return result
 
-    async def _open(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        request = self._client.build_request("POST", url, json=body)
+    async def _open(
+        self, url: str, body: dict[str, Any], auth: UpstreamAuth | None
+    ) -> httpx.Response:
+        request = self._client.build_request(
+            "POST",
+            url,
+            json=body,
+            headers=auth.headers if auth else None,
+            params=auth.params if auth else None,
+        )
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TransportError as exc:
@@ -86,17 +102,21 @@ class OpenAICompatibleProvider:
             raise failure(response.status_code, detail, response.headers)
         return response
 
-    async def chat(self, sut: SutRef, body: dict[str, Any]) -> dict[str, Any]:
+    async def chat(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> dict[str, Any]:
         assert sut.api_base
         url = sut.api_base.rstrip("/") + "/chat/completions"
         payload = {**body, "model": sut.model}
-        return await self.upstream(sut).call(lambda: self._post(url, payload))
+        return await self.upstream(sut).call(lambda: self._post(url, payload, auth))
 
-    async def stream(self, sut: SutRef, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+    async def stream(
+        self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
+    ) -> AsyncGenerator[bytes, None]:
         assert sut.api_base
         url = sut.api_base.rstrip("/") + "/chat/completions"
         payload = with_usage_requested({**body, "model": sut.model})
-        response, permit = await self.upstream(sut).open(lambda: self._open(url, payload))
+        response, permit = await self.upstream(sut).open(lambda: self._open(url, payload, auth))
         try:
             async for data in response.aiter_bytes():
                 yield data

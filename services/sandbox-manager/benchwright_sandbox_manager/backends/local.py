@@ -58,10 +58,10 @@ PROBE_TIMEOUT_S = 30.0
 
 class LocalBackend:
     name = "local"
-    rate_micros_per_s = 0
 
     def __init__(self, root: Path, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
+        self.rate_micros_per_s = self.settings.sandbox_rate_local_micros
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = SandboxLimits.from_settings(self.settings)
@@ -133,6 +133,12 @@ class LocalBackend:
         return None
 
     # -- places -------------------------------------------------------------------
+    def inside_path(self, sandbox_id: str, path: str) -> str:
+        relative = safe_relative_path(path)
+        if self.isolation == "none":
+            return str(self._dir(sandbox_id) / relative)
+        return f"{bwrap.SANDBOX_WORKDIR}/{relative}"
+
     def _dir(self, sandbox_id: str) -> Path:
         path = (self.root / sandbox_id).resolve()
         if path.parent != self.root.resolve():
