@@ -10,6 +10,7 @@ from ._async_http import AsyncHTTP
 from ._config import resolve_config
 from .resources.async_admin import AsyncAdmin
 from .resources.async_runs import AsyncRuns
+from .resources.billing import AsyncBilling
 
 __all__ = ["AsyncBenchwright"]
 
@@ -22,6 +23,7 @@ class AsyncBenchwright:
 
     runs: AsyncRuns
     admin: AsyncAdmin
+    billing: AsyncBilling
 
     def __init__(
         self,
@@ -38,6 +40,7 @@ class AsyncBenchwright:
         )
         self.runs = AsyncRuns(self._http)
         self.admin = AsyncAdmin(self._http)
+        self.billing = AsyncBilling(self._http)
 
     @property
     def base_url(self) -> str:

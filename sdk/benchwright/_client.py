@@ -12,6 +12,7 @@ from ._http import SyncHTTP
 from ._models import AttrDict
 from .resources._common import parse_dict
 from .resources.admin import Admin
+from .resources.billing import Billing
 from .resources.runs import Runs
 from .resources.secrets import HostPolicy, Secrets
 from .resources.tokens import Tokens
@@ -33,6 +34,7 @@ class Benchwright:
     tokens: Tokens
     secrets: Secrets
     host_policy: HostPolicy
+    billing: Billing
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class Benchwright:
         self.tokens = Tokens(self._http)
         self.secrets = Secrets(self._http)
         self.host_policy = HostPolicy(self._http)
+        self.billing = Billing(self._http)
 
     @classmethod
     def login(

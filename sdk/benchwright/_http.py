@@ -61,9 +61,13 @@ def _request_of(exc: httpx.TransportError) -> httpx.Request | None:
 
 
 def decode_json(response: httpx.Response) -> Any:
-    """A success response's JSON body (``None`` when empty)."""
+    """A success response's JSON body (``None`` when empty); raw bytes for a file
+    the server sends as something else (a CSV export, an HTML report)."""
     if not response.content:
         return None
+    kind = response.headers.get("content-type", "")
+    if kind and "json" not in kind:
+        return response.content
     try:
         return response.json()
     except ValueError as exc:

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
     # into the proxy's data directory (0600). Read by the proxy service only.
     vault_key: str | None = None
 
+    # Billing. A run takes its platform spend (sandbox + Driver) times the markup
+    # from the account's balance. Enforcing means a launch needs the floor ($1) and
+    # runs halt when the balance or the monthly cap runs out; a self-hosted
+    # deployment that pays its own bills leaves it off.
+    billing_markup: float = 1.0
+    billing_enforce: bool = False
+
     # Provider keys are read by the proxy service only.
     openrouter_api_key: str | None = None
     together_api_key: str | None = None

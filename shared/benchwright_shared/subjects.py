@@ -92,3 +92,12 @@ CREATE_IMPL: Final = "bw.q.registry.impls.create.v1"
 UPDATE_IMPL: Final = "bw.q.registry.impls.update.v1"
 READ_IMPL: Final = "bw.q.registry.impls.read.v1"
 DELETE_IMPL: Final = "bw.q.registry.impls.delete.v1"
+
+# Billing (request/reply): balances, controls, top-ups, transactions, exports.
+READ_BALANCE: Final = "bw.q.billing.balance.read.v1"
+UPDATE_BILLING_CONTROLS: Final = "bw.q.billing.controls.update.v1"
+CREATE_TOPUP: Final = "bw.q.billing.topups.create.v1"
+READ_TOPUP: Final = "bw.q.billing.topups.read.v1"
+LIST_TRANSACTIONS: Final = "bw.q.billing.transactions.list.v1"
+READ_USAGE_TREND: Final = "bw.q.billing.usage_trend.v1"
+EXPORT_BILLING: Final = "bw.q.billing.export.v1"

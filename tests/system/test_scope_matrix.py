@@ -110,6 +110,20 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("GET", "/v1/runs/{run_id}/blocked-hosts"): Entry(
         "runs:read", "/v1/runs/{run}/blocked-hosts", owned=True
     ),
+    # Billing.
+    ("GET", "/v1/billing/balance"): Entry("billing:read", "/v1/billing/balance"),
+    ("PATCH", "/v1/billing/controls"): Entry(
+        "billing:write", "/v1/billing/controls", {"alert_enabled": False}
+    ),
+    ("POST", "/v1/billing/topups"): Entry(
+        "billing:write", "/v1/billing/topups", {"amount_cents": 100}
+    ),
+    ("GET", "/v1/billing/topups/{topup_id}"): Entry(
+        "billing:read", "/v1/billing/topups/{topup}", owned=True
+    ),
+    ("GET", "/v1/billing/transactions"): Entry("billing:read", "/v1/billing/transactions"),
+    ("GET", "/v1/billing/usage_trend"): Entry("billing:read", "/v1/billing/usage_trend"),
+    ("GET", "/v1/billing/export"): Entry("billing:read", "/v1/billing/export"),
     # Runs: read.
     ("GET", "/v1/runs"): Entry("runs:read", "/v1/runs"),
     ("GET", "/v1/runs/{run_id}"): Entry("runs:read", "/v1/runs/{run}", owned=True),
@@ -303,6 +317,10 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         assert secret.status_code == 201, secret.text
         policy = (await client.get("/v1/host-policy", headers=as_(alice))).json()
         assert {"pattern": "api.matrix-a.example", "action": "allow"} in policy["rules"]
+        topup = await client.post(
+            "/v1/billing/topups", json={"amount_cents": 500}, headers=as_(alice)
+        )
+        assert topup.status_code == 201, topup.text
         await mint(client, alice_session, ["billing:read"])
         listed = (await client.get("/v1/tokens", headers=as_(alice_session))).json()["data"]
         token_id = str(next(t["id"] for t in listed if t["scopes"] == ["billing:read"]))
@@ -313,6 +331,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "secret": "matrix-key",
             "token": token_id,
             "pattern": "api.matrix-a.example",
+            "topup": str(topup.json()["id"]),
         }
         missing = {
             "run": str(uuid.uuid4()),
@@ -320,6 +339,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "secret": "matrix-nop",
             "token": "0" * len(token_id),
             "pattern": "api.matrix-z.example",
+            "topup": "top_" + "0" * (len(real["topup"]) - 4),
         }
         assert all(len(real[k]) == len(missing[k]) for k in real)
         yield World(

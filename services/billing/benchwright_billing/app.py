@@ -1,14 +1,17 @@
-"""Assembles billing: the ledger projection and the queries it answers."""
+"""Assembles billing: the ledger projection, the accounts' store, the queries they answer."""
 
 from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_billing import handlers
+from benchwright_billing.application import BillingApplication
 from benchwright_billing.projections import LedgerProjection, run_cost
 from benchwright_shared import subjects
 from benchwright_shared.contracts import GetRunCost, RunCost
 from benchwright_shared.projection_runner import ProjectionHost, Source
 from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore, eventsourcing_env
 
 LEDGER_SOURCE = Source(
     stream=subjects.EVENTS_STREAM,
@@ -32,6 +35,14 @@ class BillingService:
             self.settings, self.name, self.router, {"ledger": (LedgerProjection(), LEDGER_SOURCE)}
         )
 
+        self.store = BlockingStore(self.name)
+        self.app = BillingApplication(
+            eventsourcing_env(self.settings, self.name),
+            markup=self.settings.billing_markup,
+            enforce=self.settings.billing_enforce,
+        )
+        handlers.register(self.router, self.app, self.store, self.views)
+
         @self.router.subscriber(GetRunCost.subject, queue=self.name)
         async def get_run_cost(query: GetRunCost) -> RunCost:
             totals = await self.views.read(lambda cur: run_cost(cur, query.run_id))
@@ -42,6 +53,8 @@ class BillingService:
 
     async def stop(self) -> None:
         self.views.close()
+        self.app.close()
+        self.store.close()
 
 
 def build(settings: Settings) -> BillingService:

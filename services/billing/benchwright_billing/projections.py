@@ -4,6 +4,7 @@ Rows are keyed by the event's own id (a model call's ``call_id``, a sandbox's
 id), so even a duplicate that reached the stream twice is counted once.
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 from benchwright_billing.domain import CostLine, validate
@@ -19,22 +20,26 @@ LEDGER_SUBJECTS = (
 
 class LedgerProjection(Projection):
     name = "ledger"
+    version = 2
     tables = {
         "ledger": (
             "entry_id TEXT PRIMARY KEY, account TEXT NOT NULL, run_id TEXT NOT NULL, "
             "source TEXT NOT NULL, micros BIGINT NOT NULL, prompt_tokens BIGINT NOT NULL, "
-            "completion_tokens BIGINT NOT NULL, calls BIGINT NOT NULL"
+            "completion_tokens BIGINT NOT NULL, calls BIGINT NOT NULL, "
+            # When the cost arose, from the event itself (ISO 8601, UTC): a rebuild
+            # lands every line on the same day it did the first time.
+            "recorded_at TEXT NOT NULL"
         ),
     }
-    indexes = ("ledger(run_id)", "ledger(account)")
+    indexes = ("ledger(run_id)", "ledger(account, recorded_at)")
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
         entry = _cost_line(message)
         if entry is None:
             return
-        entry_id, line = entry
+        entry_id, line, recorded_at = entry
         cur.execute(
-            f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (entry_id) DO NOTHING",
             [
                 entry_id,
@@ -45,36 +50,84 @@ class LedgerProjection(Projection):
                 line.prompt_tokens,
                 line.completion_tokens,
                 line.calls,
+                recorded_at,
             ],
         )
 
 
-def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine] | None:
+# Events from before costs carried their time sort first: they are the oldest.
+UNDATED = "1970-01-01T00:00:00+00:00"
+
+
+def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine, str] | None:
     if "usage_id" in message:
-        return f"usage:{message['usage_id']}", validate(
-            CostLine(
-                account=message["account"],
-                run_id=message["run_id"],
-                # The proxy's windows are the SUT's spend; the orchestrator's, the Driver's.
-                source=message.get("source") or "model",
-                micros=int(message.get("cost_micros", 0)),
-                prompt_tokens=int(message.get("prompt_tokens", 0)),
-                completion_tokens=int(message.get("completion_tokens", 0)),
-                calls=int(message.get("calls", 0)),
-            )
+        when = message.get("window_end") or message.get("recorded_at") or UNDATED
+        return (
+            f"usage:{message['usage_id']}",
+            validate(
+                CostLine(
+                    account=message["account"],
+                    run_id=message["run_id"],
+                    # The proxy's windows are the SUT's spend; the orchestrator's, the Driver's.
+                    source=message.get("source") or "model",
+                    micros=int(message.get("cost_micros", 0)),
+                    prompt_tokens=int(message.get("prompt_tokens", 0)),
+                    completion_tokens=int(message.get("completion_tokens", 0)),
+                    calls=int(message.get("calls", 0)),
+                )
+            ),
+            _utc(when),
         )
     # Only a kill carries a sandbox's whole lifetime (and a reason); other sandbox
     # events with a duration (an exec's) are not cost lines.
     if {"sandbox_id", "duration_ms", "reason", "role"} <= message.keys():
-        return f"sandbox:{message['sandbox_id']}", validate(
-            CostLine(
-                account=message.get("metadata", {}).get("account", ""),
-                run_id=message["run_id"],
-                source="sandbox",
-                micros=int(message.get("cost_micros", 0)),
-            )
+        return (
+            f"sandbox:{message['sandbox_id']}",
+            validate(
+                CostLine(
+                    account=message.get("metadata", {}).get("account", ""),
+                    run_id=message["run_id"],
+                    source="sandbox",
+                    micros=int(message.get("cost_micros", 0)),
+                )
+            ),
+            _utc(message.get("killed_at") or UNDATED),
         )
     return None
+
+
+def _utc(value: str) -> str:
+    """An event's ISO time as UTC, so text order is time order."""
+    return datetime.fromisoformat(value).astimezone(UTC).isoformat()
+
+
+def account_runs(cur: ViewCursor, account: str) -> list[dict[str, Any]]:
+    """Each of the account's runs: its spend by source and when its last cost arose."""
+    cur.execute(
+        f"SELECT run_id, source, SUM(micros) AS micros, MAX(recorded_at) AS at "
+        f"FROM {cur.table('ledger')} WHERE account = ? GROUP BY run_id, source",
+        [account],
+    )
+    runs: dict[str, dict[str, Any]] = {}
+    for row in cur.fetchall():
+        run = runs.setdefault(
+            row["run_id"],
+            {"run_id": row["run_id"], "model": 0, "sandbox": 0, "driver": 0, "at": row["at"]},
+        )
+        run[row["source"]] = int(row["micros"] or 0)
+        run["at"] = max(run["at"], row["at"])
+    return sorted(runs.values(), key=lambda r: (r["at"], r["run_id"]))
+
+
+def account_days(cur: ViewCursor, account: str, since: str) -> list[dict[str, Any]]:
+    """The account's spend by day (UTC) and source since ``since`` (an ISO date)."""
+    cur.execute(
+        f"SELECT SUBSTR(recorded_at, 1, 10) AS day, source, SUM(micros) AS micros, "
+        f"COUNT(DISTINCT run_id) AS runs FROM {cur.table('ledger')} "
+        "WHERE account = ? AND recorded_at >= ? GROUP BY SUBSTR(recorded_at, 1, 10), source",
+        [account, since],
+    )
+    return [dict(row) for row in cur.fetchall()]
 
 
 def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
 from benchwright_gateway.api import access, admin, errors, launch, runs
+from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
@@ -64,6 +65,7 @@ class GatewayService:
         principal = principal_dependency(verify)
         http.include_router(access.build_router(self.ctx, principal))
         http.include_router(secrets_api.build_router(self.ctx, principal))
+        http.include_router(billing_api.build_router(self.ctx, principal))
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))

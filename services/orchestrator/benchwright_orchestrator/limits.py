@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunCost, RunCost
+from benchwright_shared.contracts.billing import BalanceView, ReadBalance
 
 if TYPE_CHECKING:
     from benchwright_orchestrator.pipeline import RunPipeline
@@ -67,6 +68,8 @@ class LimitWatch:
 
     # -- checking -------------------------------------------------------------------
     def _watched(self) -> bool:
+        if self.pipeline.settings.billing_enforce:
+            return True  # the account's balance and monthly cap are watched too
         return any(
             q in ("cost", "duration")
             for level, quantities in self.limits.items()
@@ -80,12 +83,28 @@ class LimitWatch:
             await asyncio.sleep(interval)
             try:
                 breach = await self.check()
+                stop = await self.account_stop() if breach is None else None
             except Exception:  # billing is slow or down: check again next tick
                 log.debug("limit check failed", exc_info=True)
                 continue
             if breach is not None:
                 self.pipeline.request_halt(f"limit_exceeded:{breach}")
                 return
+            if stop is not None:
+                self.pipeline.request_halt(stop)
+                return
+
+    async def account_stop(self) -> str | None:
+        """``balance_exhausted`` or ``monthly_cap_reached`` when billing is enforced."""
+        if not self.pipeline.settings.billing_enforce:
+            return None
+        view = await ask(
+            self.pipeline.work.broker,
+            ReadBalance(account=self.pipeline.run.account),
+            BalanceView,
+            timeout=2.0,
+        )
+        return view.stop_reason
 
     async def check(self) -> str | None:
         """The first ceiling breached, as ``<level>.<quantity>``, or None."""

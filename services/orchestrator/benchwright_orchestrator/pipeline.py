@@ -13,6 +13,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from faststream.nats import NatsBroker
@@ -132,6 +133,7 @@ class RunPipeline(Phases):
             prompt_tokens=now.prompt_tokens - self._reported.prompt_tokens,
             completion_tokens=now.completion_tokens - self._reported.completion_tokens,
             cost_micros=now.cost_micros - self._reported.cost_micros,
+            recorded_at=datetime.now(UTC),
         )
         try:
             await publish_event(self.deps.broker, delta, msg_id=f"driver-usage:{delta.usage_id}")

@@ -98,5 +98,6 @@ def translate_notification(app: Application[Any], notification: Notification) ->
             reason=event.reason,  # type: ignore[attr-defined]
             duration_ms=event.duration_ms,  # type: ignore[attr-defined]
             cost_micros=event.cost_micros,  # type: ignore[attr-defined]
+            killed_at=event.timestamp,  # type: ignore[attr-defined]
         )
     return contract.subject, contract.to_bytes()

@@ -39,6 +39,7 @@ class SandboxKilled(Contract):
     duration_ms: int
     cost_micros: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    killed_at: datetime | None = None
 
 
 class SandboxExecFinished(Contract):
@@ -145,6 +146,7 @@ class DriverUsageRecorded(Contract):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_micros: int = 0
+    recorded_at: datetime | None = None
 
 
 class ModelUsageRecorded(Contract):

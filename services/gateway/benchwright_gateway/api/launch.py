@@ -30,6 +30,7 @@ from benchwright_shared.contracts import (
     ResolveRunHalt,
     SutRef,
 )
+from benchwright_shared.contracts.billing import BalanceView, ReadBalance
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.scoring import DEFAULT_TRIALS
 
@@ -64,6 +65,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             earlier = await ctx.call(ctx.app.find_launch, caller.account, key)
             if earlier is not None:
                 return await repeat(earlier.run_id, earlier.body_sha256, fingerprint, response)
+        await check_funds(caller)
         run_id = new_run_id()
         command = await start(run_id)
         if key:
@@ -75,6 +77,23 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         await send_command(ctx.bus(), command)
         row = await wait_for_row(ctx, run_id)
         return await show(ctx, row or placeholder(command))
+
+    async def check_funds(caller: Principal) -> None:
+        """Where billing is enforced, a launch needs the floor and an account not stopped."""
+        if not ctx.settings.billing_enforce:
+            return
+        view = await ask(ctx.bus(), ReadBalance(account=caller.account), BalanceView)
+        short = view.balance.amount_cents < view.launch_floor.amount_cents
+        if short or view.stop_reason:
+            raise ProblemError(
+                402,
+                "insufficient balance",
+                f"launching needs a balance of at least {view.launch_floor.amount_cents} cents "
+                f"(you have {view.balance.amount_cents}"
+                + (f"; {view.stop_reason}" if view.stop_reason else "")
+                + "); top up with POST /v1/billing/topups",
+                code="insufficient_balance",
+            )
 
     async def repeat(
         run_id: str, stored: str, fingerprint: str, response: Response

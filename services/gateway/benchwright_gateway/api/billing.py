@@ -1,0 +1,152 @@
+"""``/v1/billing``: balance, controls, top-ups, transactions, usage trend, export.
+
+The gateway checks the caller and the body; the billing service owns the money
+and answers over NATS request/reply.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.errors import ProblemError
+from benchwright_shared.bus import ask
+from benchwright_shared.contracts import Problem
+from benchwright_shared.contracts.billing import (
+    BalanceView,
+    BillingControls,
+    BillingExport,
+    CreateTopup,
+    ExportBilling,
+    ListTransactions,
+    ReadBalance,
+    ReadTopup,
+    ReadUsageTrend,
+    TopupView,
+    TransactionKind,
+    TransactionsPage,
+    UpdateBillingControls,
+    UsageTrend,
+)
+
+TIMEOUT_S = 10.0
+
+
+class TopupIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    amount_cents: int = Field(ge=100, le=10_000_000)
+    flow: Literal["hosted"] = "hosted"
+    idempotency_key: str | None = Field(default=None, max_length=255)
+
+
+def _raise(problem: Problem | None) -> None:
+    if problem is not None:
+        raise ProblemError(problem.status, problem.title, problem.detail, field=problem.field)
+
+
+def _balance(view: BalanceView) -> dict[str, Any]:
+    return {"object": "balance", **view.model_dump(mode="json", exclude={"problem"})}
+
+
+def _topup(view: TopupView) -> dict[str, Any]:
+    return {"object": "topup", **view.model_dump(mode="json", exclude={"problem"})}
+
+
+def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
+    router = APIRouter(prefix="/v1/billing", tags=["billing"])
+    Caller = Annotated[Principal, Depends(principal)]
+
+    @router.get("/balance")
+    async def balance(caller: Caller) -> dict[str, Any]:
+        """The account's balance, this month's spend and its cap."""
+        caller.require("billing:read")
+        view = await ask(ctx.bus(), ReadBalance(account=caller.account), BalanceView)
+        return _balance(view)
+
+    @router.patch("/controls")
+    async def update_controls(body: BillingControls, caller: Caller) -> dict[str, Any]:
+        """Change the monthly cap, auto-refill or alerts; fields left out keep their value."""
+        caller.require("billing:write")
+        changes = body.model_dump(exclude_unset=True)
+        command = UpdateBillingControls(account=caller.account, changes=changes)
+        view = await ask(ctx.bus(), command, BalanceView, timeout=TIMEOUT_S)
+        _raise(view.problem)
+        return _balance(view)
+
+    @router.post("/topups", status_code=201)
+    async def create_topup(
+        body: TopupIn,
+        caller: Caller,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> dict[str, Any]:
+        """Add money to the balance. Without a payment provider the credit applies at once."""
+        caller.require("billing:write")
+        command = CreateTopup(
+            account=caller.account,
+            amount_cents=body.amount_cents,
+            flow=body.flow,
+            idempotency_key=idempotency_key or body.idempotency_key,
+        )
+        view = await ask(ctx.bus(), command, TopupView, timeout=TIMEOUT_S)
+        _raise(view.problem)
+        return _topup(view)
+
+    @router.get("/topups/{topup_id}")
+    async def get_topup(topup_id: str, caller: Caller) -> dict[str, Any]:
+        caller.require("billing:read")
+        query = ReadTopup(account=caller.account, topup_id=topup_id)
+        view = await ask(ctx.bus(), query, TopupView, timeout=TIMEOUT_S)
+        _raise(view.problem)
+        return _topup(view)
+
+    @router.get("/transactions")
+    async def transactions(
+        caller: Caller,
+        kind: TransactionKind | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        page_token: str | None = None,
+    ) -> dict[str, Any]:
+        """Top-ups and per-run debits (``trace_debit``, ``reference_id``: the run), newest first."""
+        caller.require("billing:read")
+        query = ListTransactions(
+            account=caller.account, kind=kind, limit=limit, page_token=page_token
+        )
+        page = await ask(ctx.bus(), query, TransactionsPage, timeout=TIMEOUT_S)
+        _raise(page.problem)
+        return {
+            "object": "list",
+            "data": [t.model_dump(mode="json") for t in page.data],
+            "next_page_token": page.next_page_token,
+        }
+
+    @router.get("/usage_trend")
+    async def usage_trend(
+        caller: Caller, days: Annotated[int, Query(ge=1, le=366)] = 30
+    ) -> dict[str, Any]:
+        """Spend per day (UTC): billed, model, and how many runs."""
+        caller.require("billing:read")
+        query = ReadUsageTrend(account=caller.account, days=days)
+        trend = await ask(ctx.bus(), query, UsageTrend, timeout=TIMEOUT_S)
+        return {"object": "list", "data": [d.model_dump(mode="json") for d in trend.data]}
+
+    @router.get("/export")
+    async def export(
+        caller: Caller, type: Literal["transactions", "runs"] = "transactions"
+    ) -> Response:
+        """The account's transactions (or per-run spend) as CSV."""
+        caller.require("billing:read")
+        query = ExportBilling(account=caller.account, type=type)
+        found = await ask(ctx.bus(), query, BillingExport, timeout=TIMEOUT_S)
+        _raise(found.problem)
+        return Response(
+            found.csv,
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="benchwright-{type}.csv"'},
+        )
+
+    return router
