@@ -15,7 +15,7 @@ OUTPUT_PREVIEW_CHARS = 200
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 4
+    version = 5
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -26,6 +26,7 @@ class RunsProjection(Projection):
             "halted INTEGER NOT NULL DEFAULT 0, halt_reason TEXT, fingerprint TEXT, "
             "mode TEXT, request TEXT, driver TEXT, parent_run_id TEXT, trials TEXT, "
             "limits TEXT, deleted INTEGER NOT NULL DEFAULT 0, compute TEXT, backend TEXT, "
+            "visibility TEXT NOT NULL DEFAULT 'private', "
             # A finished run whose task rows are not all in yet (a redelivered batch
             # can land after the terminal event) shows as running until they are.
             "final_status TEXT, final_total INTEGER"
@@ -118,6 +119,28 @@ class RunsProjection(Projection):
             f"UPDATE {cur.table('runs')} SET halted = 0, halt_reason = NULL WHERE run_id = ?",
             [run_id],
         )
+
+    def _on_RunUpdated(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        if d.get("visibility"):
+            cur.execute(
+                f"UPDATE {cur.table('runs')} SET visibility = ? WHERE run_id = ?",
+                [d["visibility"], run_id],
+            )
+        if d.get("metadata"):
+            cur.execute(f"SELECT metadata FROM {cur.table('runs')} WHERE run_id = ?", [run_id])
+            found = cur.fetchone()
+            merged = json.loads(found["metadata"] or "{}") if found else {}
+            for key, value in d["metadata"].items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            cur.execute(
+                f"UPDATE {cur.table('runs')} SET metadata = ? WHERE run_id = ?",
+                [json.dumps(merged), run_id],
+            )
 
     def _on_RunDeleted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -237,21 +260,56 @@ def get_run(cur: ViewCursor, run_id: str) -> dict[str, Any] | None:
     return cur.fetchone()
 
 
+# ``sort`` values and the column each orders by.
+RUN_SORTS = {"started_at": "created_at", "finished_at": "finished_at"}
+
+
 def list_runs(
-    cur: ViewCursor, account: str, *, limit: int, before: str | None, status: str | None
+    cur: ViewCursor,
+    account: str,
+    *,
+    limit: int,
+    after: str | None = None,
+    status: str | None = None,
+    benchmark: str | None = None,
+    visibility: str | None = None,
+    ranges: dict[str, tuple[str | None, str | None]] | None = None,
+    sort: str = "-started_at",
 ) -> list[dict[str, Any]]:
+    """The account's runs, filtered and sorted; ``after`` is the cursor of the last
+    row of the previous page (``run_cursor``)."""
+    descending = sort.startswith("-")
+    column = RUN_SORTS[sort.lstrip("-")]
+    key = f"(COALESCE({column}, '') || run_id)"
     sql = f"SELECT * FROM {cur.table('runs')} WHERE account = ? AND deleted = 0"
     params: list[Any] = [account]
-    if status:
-        sql += " AND status = ?"
-        params.append(status)
-    if before:
-        sql += " AND (created_at || run_id) < ?"
-        params.append(before)
-    sql += " ORDER BY created_at DESC, run_id DESC LIMIT ?"
+    for name, value in (("status", status), ("visibility", visibility)):
+        if value:
+            sql += f" AND {name} = ?"
+            params.append(value)
+    if benchmark:
+        sql += " AND (benchmark_id = ? OR LOWER(benchmark_name) = LOWER(?))"
+        params += [benchmark, benchmark]
+    for name, (low, high) in (ranges or {}).items():
+        field = RUN_SORTS[name]
+        if low:
+            sql += f" AND {field} >= ?"
+            params.append(low)
+        if high:
+            sql += f" AND {field} < ?"
+            params.append(high)
+    if after:
+        sql += f" AND {key} {'<' if descending else '>'} ?"
+        params.append(after)
+    order = "DESC" if descending else "ASC"
+    sql += f" ORDER BY {key} {order} LIMIT ?"
     params.append(limit)
     cur.execute(sql, params)
     return cur.fetchall()
+
+
+def run_cursor(row: dict[str, Any], sort: str) -> str:
+    return str(row.get(RUN_SORTS[sort.lstrip("-")]) or "") + str(row["run_id"])
 
 
 def list_tasks(

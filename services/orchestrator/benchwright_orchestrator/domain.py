@@ -14,6 +14,7 @@ from benchwright_orchestrator.plan import MAX_RESTARTS, SNAPSHOT_PHASES, is_resu
 from benchwright_shared.fingerprint import load_bearing, run_fingerprint
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
+from benchwright_shared.visibility import publish_problem
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -32,6 +33,10 @@ class RunError(Exception):
 
 class RunAlreadyFinishedError(RunError):
     """A finished run's log takes no more pipeline events."""
+
+
+class RunNotPublishableError(RunError):
+    """Only a finished, successful run of a known benchmark can be public."""
 
 
 class Run(Aggregate):
@@ -77,6 +82,7 @@ class Run(Aggregate):
         self.impl_id = impl_id
         self.sut = sut
         self.limit = limit
+        self.metadata = dict(metadata)
         self.request = request
         self.driver = driver
         self.limits = limits or {}
@@ -468,6 +474,37 @@ class Run(Aggregate):
     ) -> None:
         if invocation == self.invocations.get("materialize"):
             self.aggregated[str(index)] = outcome
+
+    @property
+    def visibility(self) -> str:
+        found: str = getattr(self, "_visibility", "private")  # older runs: private
+        return found
+
+    def update(self, visibility: str | None, metadata: dict[str, Any] | None, by: str) -> None:
+        """Change who sees the run and/or merge ``metadata`` (a None value removes a key)."""
+        if visibility == "public":
+            problem = publish_problem(self.status, self.benchmark_id)
+            if problem:
+                raise RunNotPublishableError(problem)
+        if visibility == self.visibility:
+            visibility = None
+        if visibility is None and not metadata:
+            return
+        self._updated(visibility=visibility, metadata=metadata, updated_by=by)
+
+    @event("RunUpdated")
+    def _updated(
+        self, visibility: str | None, metadata: dict[str, Any] | None, updated_by: str
+    ) -> None:
+        if visibility is not None:
+            self._visibility = visibility
+        merged = dict(getattr(self, "metadata", {}))
+        for key, value in (metadata or {}).items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        self.metadata = merged
 
     def delete(self, deleted_by: str) -> None:
         if not self.deleted:

@@ -25,6 +25,7 @@ from benchwright_shared.contracts import (
     SandboxSnapshotted,
     SandboxTaskResults,
     SandboxTasksFinished,
+    UpdateRun,
 )
 
 # The events that answer the orchestrator's commands; it listens to these only.
@@ -62,6 +63,12 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
     )
     async def resolve_halt(command: ResolveRunHalt) -> None:
         await orchestrator.resolve_halt(command)
+
+    @command_subscriber(
+        router, subjects.UPDATE_RUN, service="orchestrator", max_deliver=max_deliver
+    )
+    async def update_run(command: UpdateRun) -> None:
+        await orchestrator.update(command)
 
     @command_subscriber(
         router, subjects.DELETE_RUN, service="orchestrator", max_deliver=max_deliver

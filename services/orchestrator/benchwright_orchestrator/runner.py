@@ -6,7 +6,7 @@ import logging
 from faststream.nats import NatsBroker
 
 from benchwright_orchestrator.application import RunsApplication
-from benchwright_orchestrator.domain import Run, RunError
+from benchwright_orchestrator.domain import Run, RunError, RunNotPublishableError
 from benchwright_orchestrator.driver.select import select_driver
 from benchwright_orchestrator.pipeline import CellLookup, PipelineDeps, RunPipeline
 from benchwright_orchestrator.plan import resolve_backend
@@ -19,6 +19,7 @@ from benchwright_shared.contracts import (
     Problem,
     ResolveRunHalt,
     RunEventsPage,
+    UpdateRun,
 )
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
@@ -143,6 +144,18 @@ class Orchestrator:
         task = self._running.get(run_id)
         if task is not None:
             await asyncio.wait({task}, timeout=timeout)
+
+    async def update(self, command: UpdateRun) -> None:
+        run = await self.store.run(self.app.find_run, command.run_id)
+        if run is None or run.account != command.account or run.deleted:
+            return
+        try:
+            run.update(command.visibility, command.metadata, by=command.account)
+        except RunNotPublishableError:
+            log.warning("run %s cannot be public; the update is dropped", command.run_id)
+            return
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
 
     async def delete(self, command: DeleteRun) -> None:
         pipeline = self._pipelines.get(command.run_id)

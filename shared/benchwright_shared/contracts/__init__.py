@@ -24,6 +24,8 @@ from benchwright_shared.contracts.commands import (
     SandboxFile,
     SnapshotSandbox,
     TaskSpec,
+    UpdateRun,
+    Visibility,
 )
 from benchwright_shared.contracts.events import (
     DriverUsageRecorded,
@@ -107,4 +109,6 @@ __all__ = [
     "SutRef",
     "TaskOutcome",
     "TaskSpec",
+    "UpdateRun",
+    "Visibility",
 ]

@@ -89,6 +89,21 @@ class ResolveRunHalt(Contract):
     resolution: str | None = None
 
 
+Visibility = Literal["private", "unlisted", "public"]
+
+
+class UpdateRun(Contract):
+    """Change who may see a run (``visibility``) and/or merge into its ``metadata``."""
+
+    subject: ClassVar[str] = subjects.UPDATE_RUN
+
+    command_id: str
+    run_id: str
+    account: str
+    visibility: Visibility | None = None
+    metadata: dict[str, Any] | None = None
+
+
 class DeleteRun(Contract):
     """Irreversibly remove a run from every read model (its log is tombstoned)."""
 

@@ -271,6 +271,14 @@ class RunDeleted(_Data):
     deleted_by: str
 
 
+class RunUpdated(_Data):
+    """Who may see the run changed, or its metadata did (a key set to None is removed)."""
+
+    visibility: Literal["private", "unlisted", "public"] | None = None
+    metadata: dict[str, Any] | None = None
+    updated_by: str
+
+
 class PipelineFinished(_Data):
     status: Literal["ok", "error"]
     duration_ms: int
@@ -312,6 +320,7 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
         ReportFile,
         RunHalted,
         RunDeleted,
+        RunUpdated,
         PipelineFinished,
     )
 }

@@ -8,6 +8,7 @@ else happens in the run's pipeline and shows in its log.
 """
 
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -20,6 +21,7 @@ from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
 from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
+from benchwright_gateway.api.render import run_etag
 from benchwright_gateway.domain import body_fingerprint
 from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
@@ -29,10 +31,12 @@ from benchwright_shared.contracts import (
     ResolveBenchmark,
     ResolveRunHalt,
     SutRef,
+    UpdateRun,
 )
 from benchwright_shared.contracts.billing import BalanceView, ReadBalance
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.scoring import DEFAULT_TRIALS
+from benchwright_shared.visibility import publish_problem
 
 QUERY_TIMEOUT_S = 10.0
 REVIEW_HALTS = ("agent_review", "restart_cap_exceeded")
@@ -182,6 +186,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             p = resolution.problem
             raise ProblemError(p.status, p.title, p.detail, field=p.field, code="not_found")
         assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
+        if body.trials is None and resolution.default_trials:
+            common = {**common, "trials": resolution.default_trials}  # the subset's default
         return LaunchRun(
             mode="pinned",
             benchmark_id=resolution.benchmark_id,
@@ -302,13 +308,73 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 field="run_id",
                 code="not_paused",
             )
-        return await unpark(caller, row, "resume", None)
+        return await show(ctx, await unpark(caller, row, "resume", None))
 
     @router.patch("/{run_id}")
-    async def update(run_id: str, body: RunPatch, caller: Caller) -> dict[str, Any]:
-        """Answer the review a run is waiting on; the text becomes the Driver's guidance."""
+    async def update(
+        run_id: str,
+        body: RunPatch,
+        caller: Caller,
+        if_match: Annotated[str | None, Header(max_length=100)] = None,
+    ) -> dict[str, Any]:
+        """Publish or hide a run (``visibility``), answer the review it waits on
+        (``review_resolution``: the Driver's guidance), and merge ``metadata``.
+
+        ``If-Match`` (the run's ``etag``) refuses the change with 412 when the run
+        moved on since the caller read it.
+        """
         caller.require("runs:write")
         row = await load_run(ctx, caller, run_id)
+        if if_match is not None and if_match.strip('"') != run_etag(row):
+            raise ProblemError(
+                412,
+                "run changed",
+                f"the run is at {run_etag(row)}, not {if_match}; read it again",
+                field="If-Match",
+                code="precondition_failed",
+            )
+        if body.review_resolution is not None:
+            row = await answer_review(caller, row, body.review_resolution)
+        if body.visibility is not None or body.metadata:
+            row = await change(caller, row, body)
+        return await show(ctx, row)
+
+    async def change(caller: Principal, row: dict[str, Any], body: RunPatch) -> dict[str, Any]:
+        run_id = row["run_id"]
+        if body.visibility == "public":
+            problem = publish_problem(row["status"], row.get("benchmark_id"))
+            if problem:
+                raise ProblemError(
+                    409,
+                    "run cannot be public",
+                    f"run {run_id} cannot be public: {problem}",
+                    field="visibility",
+                    code="not_publishable",
+                )
+        command = UpdateRun(
+            command_id=f"update:{run_id}:{row.get('last_seq')}:{uuid.uuid4().hex[:8]}",
+            run_id=run_id,
+            account=caller.account,
+            visibility=body.visibility,
+            metadata=body.metadata,
+        )
+        await send_command(ctx.bus(), command)
+
+        def applied(r: dict[str, Any] | None) -> bool:
+            if r is None:
+                return False
+            shown = json.loads(r.get("metadata") or "{}")
+            wanted = {k: v for k, v in (body.metadata or {}).items() if v is not None}
+            return (body.visibility is None or r.get("visibility") == body.visibility) and all(
+                shown.get(k) == v for k, v in wanted.items()
+            )
+
+        return await wait_for_row(ctx, run_id, until=applied) or row
+
+    async def answer_review(
+        caller: Principal, row: dict[str, Any], resolution: str
+    ) -> dict[str, Any]:
+        run_id = row["run_id"]
         reason = row.get("halt_reason") or ""
         if row["status"] != "running" or not reason.startswith(REVIEW_HALTS):
             raise ProblemError(
@@ -319,7 +385,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 field="review_resolution",
                 code="not_waiting",
             )
-        return await unpark(caller, row, "review_resolution", body.review_resolution)
+        return await unpark(caller, row, "review_resolution", resolution)
 
     async def unpark(
         caller: Principal, row: dict[str, Any], action: str, resolution: str | None
@@ -336,7 +402,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             ),
         )
         fresh = await wait_for_row(ctx, run_id, until=lambda r: r is not None and not r["halted"])
-        return await show(ctx, fresh or row)
+        return fresh or row
 
     @router.delete("/{run_id}")
     async def delete(run_id: str, caller: Caller) -> dict[str, Any]:

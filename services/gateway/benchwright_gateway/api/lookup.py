@@ -11,11 +11,21 @@ from benchwright_gateway.api.render import render_run
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunCost, RunCost
 
+# What another account may see of a run: by link (unlisted) or listed too (public).
+SHARED = ("unlisted", "public")
 
-async def load_run(ctx: GatewayContext, caller: Principal, run_id: str) -> dict[str, Any]:
+
+async def load_run(
+    ctx: GatewayContext, caller: Principal, run_id: str, *, reading: bool = False
+) -> dict[str, Any]:
+    """The caller's run; with ``reading``, also another account's shared run.
+
+    Anything else answers exactly as a missing run does.
+    """
     row: dict[str, Any] | None = await ctx.read(views.get_run, run_id)
-    # Another account's run answers exactly as a missing one does.
-    if row is None or row["account"] != caller.account:
+    mine = row is not None and row["account"] == caller.account
+    shared = row is not None and reading and row.get("visibility") in SHARED
+    if row is None or not (mine or shared):
         raise ProblemError(404, "run not found", f"no run {run_id!r}", field="run_id")
     return row
 

@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from benchwright_shared.contracts import Compute
+from benchwright_shared.contracts import Compute, Visibility
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 
 # Hosted providers the proxy can route to; anything else needs a user's api_base.
@@ -270,8 +270,22 @@ class ForkRequest(BaseModel):
 
 
 class RunPatch(BaseModel):
-    """``PATCH /v1/runs/{id}``: answer a review that parked the run."""
+    """``PATCH /v1/runs/{id}``: who may see the run, the answer to a review, metadata.
+
+    ``metadata`` alone is refused (``invalid_argument``): it rides along with a
+    visibility change or a review answer.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    review_resolution: str = Field(min_length=1, max_length=20_000)
+    visibility: Visibility | None = None
+    review_resolution: str | None = Field(default=None, min_length=1, max_length=20_000)
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> "RunPatch":
+        if self.visibility is None and self.review_resolution is None:
+            raise ValueError(
+                "send 'visibility' or 'review_resolution' (metadata rides along with one)"
+            )
+        return self

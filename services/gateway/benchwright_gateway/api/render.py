@@ -50,6 +50,9 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "mode": row.get("mode") or "pinned",
         "request": row.get("request"),
         "driver": row.get("driver"),
+        "visibility": row.get("visibility") or "private",
+        # For If-Match on PATCH: changes whenever the run's log grows.
+        "etag": run_etag(row),
         "compute": row.get("compute") or "default",
         "backend": row.get("backend") or "local",
         "derived_from": row.get("parent_run_id"),
@@ -92,6 +95,10 @@ def parse_task_row_id(row_id: str) -> tuple[int, int] | None:
         return int(invocation), int(index)
     except ValueError:
         return None
+
+
+def run_etag(row: dict[str, Any]) -> str:
+    return f"{row['run_id']}.{row.get('last_seq') or 0}"
 
 
 def render_task(row: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -36,8 +37,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     router = APIRouter(prefix="/v1/runs", tags=["runs"])
     Caller = Annotated[Principal, Depends(principal)]
 
-    async def load_run(caller: Principal, run_id: str) -> dict[str, Any]:
-        return await lookup.load_run(ctx, caller, run_id)
+    async def load_run(caller: Principal, run_id: str, *, reading: bool = True) -> dict[str, Any]:
+        # Reads also reach another account's unlisted or public run; writes never do.
+        return await lookup.load_run(ctx, caller, run_id, reading=reading)
 
     async def show(row: dict[str, Any]) -> dict[str, Any]:
         return await lookup.show(ctx, row)
@@ -48,17 +50,43 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         page_token: str | None = None,
         status: Annotated[str | None, Query(pattern="^(running|ok|error)$")] = None,
+        benchmark: Annotated[str | None, Query(max_length=300)] = None,
+        visibility: Annotated[str | None, Query(pattern="^(private|unlisted|public)$")] = None,
+        started_gte: Annotated[datetime | None, Query(alias="started_at.gte")] = None,
+        started_lt: Annotated[datetime | None, Query(alias="started_at.lt")] = None,
+        finished_gte: Annotated[datetime | None, Query(alias="finished_at.gte")] = None,
+        finished_lt: Annotated[datetime | None, Query(alias="finished_at.lt")] = None,
+        sort: Annotated[str, Query(pattern="^-?(started_at|finished_at)$")] = "-started_at",
     ) -> dict[str, Any]:
+        """The caller's runs, newest first unless ``sort`` says otherwise; filters
+        combine. ``next_page_token`` fetches the next page (None on the last)."""
         caller.require("runs:read")
+
+        def iso(value: datetime | None) -> str | None:
+            # Stored times are ISO text in UTC: a bare prefix compares correctly.
+            return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") if value else None
+
+        ranges = {
+            "started_at": (iso(started_gte), iso(started_lt)),
+            "finished_at": (iso(finished_gte), iso(finished_lt)),
+        }
         rows = await ctx.read(
             lambda cur: views.list_runs(
-                cur, caller.account, limit=limit + 1, before=page_token, status=status
+                cur,
+                caller.account,
+                limit=limit + 1,
+                after=page_token,
+                status=status,
+                benchmark=benchmark,
+                visibility=visibility,
+                ranges=ranges,
+                sort=sort,
             )
         )
         more = len(rows) > limit
         rows = rows[:limit]
         data = [await show(r) for r in rows]
-        token = (rows[-1]["created_at"] + rows[-1]["run_id"]) if more and rows else None
+        token = views.run_cursor(rows[-1], sort) if more and rows else None
         return {"object": "list", "data": data, "next_page_token": token}
 
     @router.get("/{run_id}")
@@ -163,7 +191,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def halt(run_id: str, caller: Caller, body: HaltRequest | None = None) -> dict[str, Any]:
         """Stop a run: its sandboxes and proxy are torn down; it stays readable."""
         caller.require("runs:write")
-        row = await load_run(caller, run_id)
+        row = await load_run(caller, run_id, reading=False)
         if row["status"] != "running":
             raise ProblemError(
                 409,
