@@ -136,6 +136,20 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "runs:read", "/v1/runs/{run}/fingerprint", owned=True
     ),
     ("GET", "/v1/runs/{run_id}/stream"): Entry("runs:read", "/v1/runs/{run}/stream", owned=True),
+    ("GET", "/v1/runs/{run_id}/narrate"): Entry("runs:read", "/v1/runs/{run}/narrate", owned=True),
+    # Artifacts and the report.
+    ("GET", "/v1/runs/{run_id}/artifacts"): Entry(
+        "artifacts:read", "/v1/runs/{run}/artifacts", owned=True
+    ),
+    ("GET", "/v1/runs/{run_id}/artifacts/{art_id}"): Entry(
+        "artifacts:read", "/v1/runs/{run}/artifacts/art_0", owned=True
+    ),
+    ("GET", "/v1/runs/{run_id}/artifacts/{art_id}/content"): Entry(
+        "artifacts:read", "/v1/runs/{run}/artifacts/art_0/content", owned=True
+    ),
+    ("GET", "/v1/runs/{run_id}/report"): Entry(
+        "artifacts:read", "/v1/runs/{run}/report", owned=True
+    ),
     # Runs: write.
     ("POST", "/v1/runs"): Entry(
         "runs:write", "/v1/runs", {"replay": {"from_run": "{run}"}}, owned=True, destructive=True

@@ -13,7 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_gateway.api import access, admin, errors, launch, runs
+from benchwright_gateway.api import access, admin, artifacts, errors, launch, runs
 from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
@@ -66,6 +66,7 @@ class GatewayService:
         http.include_router(access.build_router(self.ctx, principal))
         http.include_router(secrets_api.build_router(self.ctx, principal))
         http.include_router(billing_api.build_router(self.ctx, principal))
+        http.include_router(artifacts.build_router(self.ctx, principal))
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))

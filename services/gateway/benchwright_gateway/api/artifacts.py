@@ -1,0 +1,189 @@
+"""A run's artifacts, its HTML report and a plain-words narration, all read from its log.
+
+Artifacts are the log's ``*Artifact`` entries (plus snapshots and report files):
+``art_<seq>`` names one by its place in the log, so an id never changes. A phase
+that ran twice (a restart, a fork) has several versions of its artifact; the
+listing shows the latest of each kind unless ``include_versions`` is set.
+"""
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import HTMLResponse, Response
+
+from benchwright_gateway import projections as views
+from benchwright_gateway.api import lookup
+from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.narration import narrate
+from benchwright_gateway.api.report import render_report
+from benchwright_shared.bus import ask
+from benchwright_shared.contracts import GetRunEvents, RunEventsPage
+from benchwright_shared.hashing import sha256_hex
+
+QUERY_TIMEOUT_S = 10.0
+PAGE = 5000
+
+# Log entry type -> (artifact kind, phase, media type of its content, field holding it).
+KINDS: dict[str, tuple[str, str, str, str | None]] = {
+    "FetchArtifact": ("fetch", "fetch", "application/json", None),
+    "AnalyzeArtifact": ("analyze", "analyze", "application/json", None),
+    "DatasetTasksArtifact": ("dataset_tasks", "setup", "application/json", None),
+    "SetupArtifact": ("setup", "setup", "text/x-python", "code"),
+    "AtomizeArtifact": ("atomize", "atomize", "text/x-python", "code"),
+    "ModelProxyArtifact": ("model_proxy", "attach", "application/yaml", "litellm_config_yaml"),
+    "SnapshotCreated": ("snapshot", "", "application/json", None),
+    "ReportFile": ("report", "report", "", "content"),
+}
+BY_KIND = {kind: name for name, (kind, *_rest) in KINDS.items()}
+
+
+def artifact_id(seq: int) -> str:
+    return f"art_{seq}"
+
+
+def _content(event: dict[str, Any]) -> tuple[str, bytes]:
+    """(media type, bytes) of one artifact entry."""
+    _, _, media_type, field = KINDS[event["type"]]
+    data = event["data"]
+    if event["type"] == "ReportFile":
+        return str(data.get("media_type") or "application/octet-stream"), str(
+            data.get("content") or ""
+        ).encode()
+    if field and data.get(field) is not None:
+        return media_type, str(data[field]).encode()
+    return "application/json", json.dumps(data, indent=2, sort_keys=True).encode()
+
+
+def _describe(event: dict[str, Any], version: int, latest: bool) -> dict[str, Any]:
+    kind, phase, _, _ = KINDS[event["type"]]
+    media_type, content = _content(event)
+    data = event["data"]
+    return {
+        "id": artifact_id(event["seq"]),
+        "object": "artifact",
+        "type": kind,
+        "event_type": event["type"],
+        "phase": data.get("phase") or phase,
+        "version": version,
+        "latest": latest,
+        "created_at": event["ts"],
+        "media_type": media_type,
+        "size_bytes": len(content),
+        "sha256": sha256_hex(content),
+        "inherited_from": data.get("inherited_from"),
+    }
+
+
+def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
+    router = APIRouter(prefix="/v1/runs", tags=["artifacts"])
+    Caller = Annotated[Principal, Depends(principal)]
+
+    async def log_of(run_id: str, types: list[str] | None = None) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        after: int | None = None
+        while True:
+            page = await ask(
+                ctx.bus(),
+                GetRunEvents(run_id=run_id, after_seq=after, types=types, limit=PAGE),
+                RunEventsPage,
+                timeout=QUERY_TIMEOUT_S,
+            )
+            if page.problem is not None:
+                raise ProblemError(page.problem.status, page.problem.title, page.problem.detail)
+            events += [e.model_dump(mode="json") for e in page.events]
+            if not page.has_more or not page.events:
+                return events
+            after = events[-1]["seq"]
+
+    async def artifacts_of(run_id: str) -> list[dict[str, Any]]:
+        """Every artifact entry with its version (1-based within its kind) and latest flag."""
+        events = await log_of(run_id, list(KINDS))
+        counts: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for event in events:
+            key = _version_key(event)
+            counts[key] = counts.get(key, 0) + 1
+            event["_version"] = counts[key]
+            last[key] = event["seq"]
+        for event in events:
+            event["_latest"] = last[_version_key(event)] == event["seq"]
+        return events
+
+    async def one(caller: Principal, run_id: str, art_id: str) -> dict[str, Any]:
+        await lookup.load_run(ctx, caller, run_id, reading=True)
+        for event in await artifacts_of(run_id):
+            if artifact_id(event["seq"]) == art_id:
+                return event
+        raise ProblemError(
+            404, "artifact not found", f"run {run_id} has no artifact {art_id!r}", field="art_id"
+        )
+
+    @router.get("/{run_id}/artifacts")
+    async def list_artifacts(
+        run_id: str,
+        caller: Caller,
+        type: Annotated[str | None, Query(max_length=40)] = None,
+        include_versions: bool = False,
+    ) -> dict[str, Any]:
+        """What each phase produced, latest version of each kind unless ``include_versions``."""
+        caller.require("artifacts:read")
+        await lookup.load_run(ctx, caller, run_id, reading=True)
+        if type is not None and type not in BY_KIND and type not in KINDS:
+            known = ", ".join(sorted(BY_KIND))
+            raise ProblemError(400, "unknown artifact type", f"one of {known}", field="type")
+        wanted = KINDS[type][0] if type in KINDS else type
+        data = [
+            _describe(e, e["_version"], e["_latest"])
+            for e in await artifacts_of(run_id)
+            if (include_versions or e["_latest"]) and wanted in (None, KINDS[e["type"]][0])
+        ]
+        return {"object": "list", "data": data}
+
+    @router.get("/{run_id}/artifacts/{art_id}")
+    async def get_artifact(run_id: str, art_id: str, caller: Caller) -> dict[str, Any]:
+        """One artifact's description and its recorded fields."""
+        caller.require("artifacts:read")
+        event = await one(caller, run_id, art_id)
+        return {**_describe(event, event["_version"], event["_latest"]), "data": event["data"]}
+
+    @router.get("/{run_id}/artifacts/{art_id}/content")
+    async def artifact_content(run_id: str, art_id: str, caller: Caller) -> Response:
+        """The artifact itself: the scorer's code, the LiteLLM config, the report file."""
+        caller.require("artifacts:read")
+        media_type, content = _content(await one(caller, run_id, art_id))
+        return Response(content, media_type=media_type)
+
+    @router.get("/{run_id}/report", response_class=HTMLResponse)
+    async def report(run_id: str, caller: Caller) -> HTMLResponse:
+        """A self-contained HTML page: summary, cost, per-task outcomes, fingerprint."""
+        caller.require("artifacts:read")
+        row = await lookup.load_run(ctx, caller, run_id, reading=True)
+        run = await lookup.show(ctx, row)
+        tasks = await ctx.read(
+            lambda cur: views.list_tasks(cur, run_id, outcomes=None, after=None, limit=10_000)
+        )
+        return HTMLResponse(render_report(run, tasks))
+
+    @router.get("/{run_id}/narrate")
+    async def narration(
+        run_id: str,
+        caller: Caller,
+        slice: Literal["recent", "all"] = "recent",
+    ) -> dict[str, Any]:
+        """What the run has been doing, in plain words, from its log."""
+        caller.require("runs:read")
+        await lookup.load_run(ctx, caller, run_id, reading=True)
+        events = await log_of(run_id)
+        return {"object": "narration", "run_id": run_id, "slice": slice, **narrate(events, slice)}
+
+    return router
+
+
+def _version_key(event: dict[str, Any]) -> str:
+    kind = KINDS[event["type"]][0]
+    # Snapshots are versioned per phase: each phase keeps its own.
+    return f"{kind}:{event['data'].get('phase', '')}" if kind == "snapshot" else kind
