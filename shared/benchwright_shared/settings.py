@@ -30,6 +30,9 @@ class Settings(BaseSettings):
 
     proxy_host: str = "127.0.0.1"
     proxy_port: int = 8766
+    # The model endpoint's address as sandboxes reach it, when not where it listens:
+    # remote backends (e2b, sandbox0) need a public or in-cluster address.
+    proxy_public_url: str | None = None
 
     # The embedded runner's single account; several accounts are another issue.
     default_account: str = "acct_local"

@@ -89,7 +89,7 @@ class ProxyRuntime:
         reply = ModelAttached(
             command_id=command.command_id,
             run_id=command.run_id,
-            proxy_url=self.url,
+            proxy_url=self.settings.proxy_public_url or self.url,
             proxy_key=key,
             model_id=binding.model_id,
             litellm_config_yaml=litellm_config_yaml(command.sut),

@@ -15,7 +15,13 @@ def _local(root: Path, settings: Settings) -> SandboxBackend:
     return LocalBackend(root, settings)
 
 
-BACKENDS: dict[str, BackendFactory] = {"local": _local}
+def _e2b(root: Path, settings: Settings) -> SandboxBackend:
+    from benchwright_sandbox_manager.backends.e2b import E2BBackend
+
+    return E2BBackend(root, settings)
+
+
+BACKENDS: dict[str, BackendFactory] = {"local": _local, "e2b": _e2b}
 
 
 class UnknownBackendError(KeyError):
