@@ -21,7 +21,13 @@ def _e2b(root: Path, settings: Settings) -> SandboxBackend:
     return E2BBackend(root, settings)
 
 
-BACKENDS: dict[str, BackendFactory] = {"local": _local, "e2b": _e2b}
+def _sandbox0(root: Path, settings: Settings) -> SandboxBackend:
+    from benchwright_sandbox_manager.backends.sandbox0 import Sandbox0Backend
+
+    return Sandbox0Backend(root, settings)
+
+
+BACKENDS: dict[str, BackendFactory] = {"local": _local, "e2b": _e2b, "sandbox0": _sandbox0}
 
 
 class UnknownBackendError(KeyError):
