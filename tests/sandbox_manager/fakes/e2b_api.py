@@ -144,6 +144,8 @@ class FakeE2B:
         self.local = backend
         self.limits = SandboxLimits.from_settings(settings)
         self.sandboxes: dict[str, FakeSandbox] = {}
+        # Every sandbox ever created here, killed ones too: (id, metadata).
+        self.created: list[tuple[str, dict[str, str]]] = []
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -232,6 +234,7 @@ class FakeE2B:
         )
         await self.local.create(box.local_id)
         self.sandboxes[sandbox_id] = box
+        self.created.append((sandbox_id, dict(box.metadata)))
         return JSONResponse(box.info(), status_code=201)
 
     async def _list(self, request: Request) -> Response:
