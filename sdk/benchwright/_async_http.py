@@ -55,8 +55,10 @@ class AsyncHTTP(BaseHTTP):
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         retry_safe: bool | None = None,
+        raw: bool = False,
     ) -> Any:
-        """Send a request and return its decoded JSON body; see ``SyncHTTP.request``."""
+        """Send a request and return its decoded JSON body (or bytes with ``raw``);
+        see ``SyncHTTP.request``."""
         merged = self.headers(headers)
         safe = is_retry_safe(method, merged) if retry_safe is None else retry_safe
         url = self.url(path)
@@ -74,7 +76,7 @@ class AsyncHTTP(BaseHTTP):
                     continue
                 raise connection_error(exc, url) from exc
             if response.is_success:
-                return decode_json(response)
+                return response.content if raw else decode_json(response)
             if self.should_retry(attempt, response, safe):
                 await self.sleep(self.policy.delay(attempt, response))
                 attempt += 1

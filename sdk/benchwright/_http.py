@@ -61,13 +61,9 @@ def _request_of(exc: httpx.TransportError) -> httpx.Request | None:
 
 
 def decode_json(response: httpx.Response) -> Any:
-    """A success response's JSON body (``None`` when empty); raw bytes for a file
-    the server sends as something else (a CSV export, an HTML report)."""
+    """A success response's JSON body (``None`` when empty)."""
     if not response.content:
         return None
-    kind = response.headers.get("content-type", "")
-    if kind and "json" not in kind:
-        return response.content
     try:
         return response.json()
     except ValueError as exc:
@@ -158,8 +154,10 @@ class SyncHTTP(BaseHTTP):
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         retry_safe: bool | None = None,
+        raw: bool = False,
     ) -> Any:
-        """Send a request and return its decoded JSON body (``None`` when empty).
+        """Send a request and return its decoded JSON body (``None`` when empty), or
+        with ``raw`` the body's bytes (a CSV export, an HTML report).
 
         Connection failures, 429 and 5xx are retried with backoff when repeating the
         request is harmless: idempotent methods, and POSTs carrying an
@@ -182,7 +180,7 @@ class SyncHTTP(BaseHTTP):
                     continue
                 raise connection_error(exc, url) from exc
             if response.is_success:
-                return decode_json(response)
+                return response.content if raw else decode_json(response)
             if self.should_retry(attempt, response, safe):
                 self.sleep(self.policy.delay(attempt, response))
                 attempt += 1

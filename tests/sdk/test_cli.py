@@ -1,4 +1,4 @@
-"""The ``benchwright`` command line against the fake gateway."""
+"""The ``benchwright`` command line against the fake gateway: launching and reading runs."""
 
 from __future__ import annotations
 
@@ -14,22 +14,8 @@ from typer.testing import CliRunner
 from benchwright import Benchwright
 from benchwright.cli import _common, app
 
-from .fakes import (
-    RUN_ID,
-    SUMMARY,
-    TOKEN,
-    FakeGateway,
-    problem,
-    run_body,
-    run_events,
-    sse_response,
-)
-
-RUN = f"/v1/runs/{RUN_ID}"
-ROWS = [
-    {"id": "r:1:0", "task_id": "gsm8k/test/0", "index": 0, "outcome": "pass", "score": 1.0},
-    {"id": "r:1:1", "task_id": "gsm8k/test/1", "index": 1, "outcome": "fail", "score": 0.0},
-]
+from .cli_support import ROWS, RUN, isolate_config, script_run, use_gateway
+from .fakes import RUN_ID, SUMMARY, FakeGateway, problem, run_body, run_events
 
 
 @pytest.fixture
@@ -38,26 +24,11 @@ def runner() -> CliRunner:
 
 
 @pytest.fixture(autouse=True)
-def cli_client(monkeypatch: pytest.MonkeyPatch, gateway: FakeGateway) -> None:
-    """Point every CLI command at the fake gateway."""
-
-    def factory() -> Benchwright:
-        client = Benchwright(api_key=TOKEN, base_url="http://bw.test", http_client=gateway.client())
-        client._http.sleep = lambda seconds: None
-        return client
-
-    monkeypatch.setattr(_common, "client_factory", factory)
-
-
-def script_run(gateway: FakeGateway, final_status: str = "ok") -> None:
-    gateway.on("POST", "/v1/runs", httpx.Response(201, json=run_body("running")))
-    gateway.on("GET", f"{RUN}/stream", sse_response(run_events(total=3, status=final_status)))
-    gateway.on("GET", RUN, httpx.Response(200, json=run_body(final_status)))
-    gateway.on(
-        "GET",
-        f"{RUN}/tasks",
-        httpx.Response(200, json={"object": "list", "summary": SUMMARY, "data": ROWS[:1]}),
-    )
+def cli_env(monkeypatch: pytest.MonkeyPatch, gateway: FakeGateway, tmp_path: Path) -> None:
+    """Every command talks to the fake gateway, with private config, printing tables."""
+    use_gateway(monkeypatch, gateway)
+    isolate_config(monkeypatch, tmp_path)
+    monkeypatch.setenv("BW_OUTPUT", "table")
 
 
 def launch_args(*extra: str) -> list[str]:
@@ -261,10 +232,10 @@ def test_without_a_dashboard_the_cli_prints_the_runs_api_url(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from benchwright._models import Run
-    from benchwright.cli._run import _echo_link
+    from benchwright.cli.commands.run._group import echo_link
 
     run = Run.model_validate(
         {"id": "r1", "status": "ok", "links": {"self": "http://h/v1/runs/r1", "dashboard": None}}
     )
-    _echo_link(run)
+    echo_link(run)
     assert capsys.readouterr().out.strip() == "url: http://h/v1/runs/r1"

@@ -1,4 +1,8 @@
-"""The ``benchwright`` command line."""
+"""The ``benchwright`` command line.
+
+Every command lives in a module of :mod:`benchwright.cli.commands`; this module
+builds the root with the global options and mounts them all.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +11,24 @@ from typing import Annotated
 import typer
 
 from .._version import __version__
-from ._admin import admin_app
-from ._run import run_app
-from ._server import serve, up
-from ._token import token_app
+from ._common import CLIState, OutputFormat, set_state
+from .commands import MARKUP, register_all
 
 __all__ = ["app", "main"]
 
 # Locals in a pretty traceback would include the client and thus the API token.
 app = typer.Typer(
     name="benchwright",
+    rich_markup_mode=MARKUP,
     help="Run LLM benchmarks honestly: reproducible, comparable, costed.",
+    epilog=(
+        "Start with `benchwright login` (or `benchwright up` for a local server), then "
+        "`benchwright doctor`. Profiles live in ~/.config/benchwright/config.toml."
+    ),
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-app.add_typer(run_app, name="run")
-app.add_typer(admin_app, name="admin")
-app.add_typer(token_app, name="token")
-app.command("up")(up)
-app.command("serve")(serve)
+register_all(app)
 
 
 def _print_version(value: bool) -> None:
@@ -36,12 +39,34 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            envvar="BW_PROFILE",
+            help="Use this profile from ~/.config/benchwright/config.toml.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "--output",
+            "-o",
+            envvar="BW_OUTPUT",
+            help="table, json, ndjson or yaml (default: table on a terminal, else ndjson).",
+            show_default=False,
+        ),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="On an API error, also print its problem+json body.")
+    ] = False,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Show version."),
     ] = False,
 ) -> None:
     """Run LLM benchmarks honestly: reproducible, comparable, costed."""
+    set_state(CLIState(profile=profile, output=output, debug=debug))
 
 
 def main() -> None:

@@ -19,9 +19,19 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from .._models import Money, Run, RunEvent, TaskList, TaskSummary
+from .._models import Money, Run, RunEvent, RunList, TaskList, TaskSummary
 
-__all__ = ["RunProgress", "run_table", "summary_line", "tasks_table"]
+__all__ = [
+    "RunProgress",
+    "checklist",
+    "key_value_table",
+    "money_text",
+    "run_table",
+    "runs_table",
+    "secrets_table",
+    "summary_line",
+    "tasks_table",
+]
 
 
 def _text(value: Any) -> Text:
@@ -33,6 +43,13 @@ def _money(money: Money | None) -> str:
     if money is None:
         return "-"
     return f"{money.amount_cents / 100:.2f} {money.currency}"
+
+
+def money_text(value: Any) -> str:
+    """``42.15 USD`` from a ``{"amount_cents", "currency"}`` object (``-`` for none)."""
+    if not isinstance(value, dict) or "amount_cents" not in value:
+        return "-"
+    return f"{int(value['amount_cents']) / 100:.2f} {value.get('currency') or 'USD'}"
 
 
 def _ms(value: float | None) -> str:
@@ -84,6 +101,77 @@ def run_table(run: Run, summary: TaskSummary | None = None) -> Table:
     rows.append(("cost (billed)", _money(run.cost.billed or run.cost.incurred)))
     for key, value in rows:
         table.add_row(key, _text(value))
+    return table
+
+
+def runs_table(runs: RunList) -> Table:
+    """One row per run, newest first; ids never wrap, so they can be copied.
+
+    Cost, dates and the rest are in ``run show`` and ``--output json``.
+    """
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("run", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("benchmark", overflow="fold", min_width=6)
+    table.add_column("model", overflow="fold", min_width=10)
+    table.add_column("pass", justify="right", no_wrap=True)
+    for run in runs.data:
+        summary = None if run.summary is None else TaskSummary.model_validate(dict(run.summary))
+        table.add_row(
+            _text(run.id),
+            _text(run.display_status or run.status),
+            _text(run.benchmark.name or run.benchmark.id if run.benchmark else "-"),
+            _text(run.model.model if run.model else "-"),
+            _text("-" if summary is None else _rate(summary)),
+        )
+    return table
+
+
+def secrets_table(secrets: list[dict[str, Any]]) -> Table:
+    """Name, masked preview, version and injection rules of each secret."""
+    table = Table()
+    for column in ("name", "preview", "version", "rules", "updated"):
+        table.add_column(column, overflow="fold")
+    for secret in secrets:
+        rules = ", ".join(
+            ":".join(
+                str(p)
+                for p in (r.get("host_pattern"), r.get("inject_kind"), r.get("inject_target"))
+                if p
+            )
+            for r in secret.get("rules") or []
+        )
+        table.add_row(
+            _text(secret.get("name")),
+            _text(secret.get("preview")),
+            _text(secret.get("version")),
+            _text(rules or "-"),
+            _text(str(secret.get("updated_at") or "-")[:19]),
+        )
+    return table
+
+
+def key_value_table(rows: list[tuple[str, Any]]) -> Table:
+    """A borderless two-column table: bold keys, plain values."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, _text(value))
+    return table
+
+
+def checklist(checks: list[tuple[str, str, str]]) -> Table:
+    """``benchwright doctor``'s result: one ``(status, name, detail)`` row per check,
+    status ``ok``, ``fail`` or ``skip``."""
+    marks = {"ok": ("✓", "green"), "fail": ("✗", "red"), "skip": ("-", "yellow")}
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column()
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for status, name, detail in checks:
+        mark, style = marks[status]
+        table.add_row(Text(mark, style=style), name, _text(detail))
     return table
 
 
@@ -174,6 +262,10 @@ class RunProgress:
         elif event.type == "MaterializeTaskAggregated":
             self.outcomes[str(data.get("outcome"))] += 1
             self._progress.update(self._ensure_bar(None), advance=1, counts=self._counts())
+        elif event.type == "RunHalted":
+            self._line(f"⏸ halted: {data.get('halt_reason')}", "yellow")
+        elif event.type == "HaltCleared":
+            self._line("▶ carrying on", "bold")
         elif event.type == "PipelineFinished":
             self.finished = event
             status = data.get("status")

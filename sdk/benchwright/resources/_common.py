@@ -28,6 +28,7 @@ __all__ = [
     "parse_sse_event",
     "path_id",
     "types_param",
+    "update_body",
 ]
 
 
@@ -103,6 +104,15 @@ def fork_body(
     for key, value in (("sut", sut), ("driver", driver), ("limits", limits)):
         if value is not None:
             body[key] = dict(value) if isinstance(value, Mapping) else value
+    return body
+
+
+def update_body(visibility: str | None, review_resolution: str | None) -> dict[str, Any]:
+    """The ``PATCH /v1/runs/{id}`` body; refuses an empty patch before sending it."""
+    body = {"visibility": visibility, "review_resolution": review_resolution}
+    body = {k: v for k, v in body.items() if v is not None}
+    if not body:
+        raise ValueError("runs.update needs visibility= or review_resolution=")
     return body
 
 

@@ -28,6 +28,7 @@ from ._common import (
     parse_sse_event,
     path_id,
     types_param,
+    update_body,
 )
 
 __all__ = ["AsyncRuns"]
@@ -119,11 +120,21 @@ class AsyncRuns:
         data = await self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
         return parse(Run, data)
 
-    async def update(self, run_id: str, *, review_resolution: str) -> Run:
-        """Answer the review a waiting run asked for; the text guides its Driver."""
-        body = {"review_resolution": review_resolution}
+    async def update(
+        self,
+        run_id: str,
+        *,
+        visibility: str | None = None,
+        review_resolution: str | None = None,
+    ) -> Run:
+        """Change a run's ``visibility`` or answer its review; see ``Runs.update``."""
         path = f"/v1/runs/{path_id(run_id)}"
-        return parse(Run, await self._http.request("PATCH", path, json=body))
+        body = update_body(visibility, review_resolution)
+        return parse(Run, await self._http.request("PATCH", path, json=body, retry_safe=True))
+
+    async def publish(self, run_id: str, visibility: str = "public") -> Run:
+        """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
+        return await self.update(run_id, visibility=visibility)
 
     async def kill(self, run_id: str) -> DeletedRun:
         """Destroy a run, irreversibly: it is stopped and removed from every listing."""

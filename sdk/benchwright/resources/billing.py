@@ -105,7 +105,8 @@ class Billing:
 
     def export(self, type: str = "transactions") -> bytes:
         """``transactions`` or ``runs`` as CSV bytes, ready to write to a file."""
-        return _bytes(self._http.request("GET", "/v1/billing/export", params={"type": type}))
+        found = self._http.request("GET", "/v1/billing/export", params={"type": type}, raw=True)
+        return _bytes(found)
 
 
 class _AsyncBalance:
@@ -188,5 +189,7 @@ class AsyncBilling:
 
     async def export(self, type: str = "transactions") -> bytes:
         """``transactions`` or ``runs`` as CSV bytes."""
-        found = await self._http.request("GET", "/v1/billing/export", params={"type": type})
+        found = await self._http.request(
+            "GET", "/v1/billing/export", params={"type": type}, raw=True
+        )
         return _bytes(found)

@@ -30,6 +30,7 @@ from ._common import (
     parse_sse_event,
     path_id,
     types_param,
+    update_body,
 )
 
 __all__ = ["Runs"]
@@ -133,10 +134,26 @@ class Runs:
             Run, self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
         )
 
-    def update(self, run_id: str, *, review_resolution: str) -> Run:
-        """Answer the review a waiting run asked for; the text guides its Driver."""
-        body = {"review_resolution": review_resolution}
-        return parse(Run, self._http.request("PATCH", f"/v1/runs/{path_id(run_id)}", json=body))
+    def update(
+        self,
+        run_id: str,
+        *,
+        visibility: str | None = None,
+        review_resolution: str | None = None,
+    ) -> Run:
+        """Change a run's ``visibility`` (``private``, ``unlisted``, ``public``) or
+        answer the review a waiting run asked for (the text guides its Driver).
+
+        Needs at least one of the two. Publishing a run is what makes its benchmark
+        visible in the registry. A patch is idempotent, so it is retried like a GET.
+        """
+        path = f"/v1/runs/{path_id(run_id)}"
+        body = update_body(visibility, review_resolution)
+        return parse(Run, self._http.request("PATCH", path, json=body, retry_safe=True))
+
+    def publish(self, run_id: str, visibility: str = "public") -> Run:
+        """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
+        return self.update(run_id, visibility=visibility)
 
     def fingerprint(self, run_id: str) -> AttrDict:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""

@@ -13,7 +13,11 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["serve", "up"]
+from . import SERVER
+
+__all__ = ["ORDER", "register", "serve", "up"]
+
+ORDER = 80
 
 _RUNTIME_MODULE = "benchwright_runtime.cli"
 _INSTALL_HINT = "install the server: pip install 'benchwright[server]'"
@@ -43,3 +47,9 @@ def serve(
 ) -> None:
     """Run one Benchwright service in the foreground."""
     _runtime().serve(service)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``benchwright up`` and ``benchwright serve``."""
+    app.command("up", rich_help_panel=SERVER)(up)
+    app.command("serve", rich_help_panel=SERVER)(serve)

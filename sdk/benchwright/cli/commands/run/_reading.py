@@ -1,0 +1,108 @@
+"""``run show``, ``run tasks`` and ``run ls``: read runs back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ...._models import TaskSummary
+from ..._common import (
+    EXIT_USAGE,
+    OutputOption,
+    dump,
+    emit,
+    fail,
+    get_client,
+    handle_errors,
+    output_format,
+    resolve_run_id,
+)
+from ..._render import run_table, runs_table, tasks_table
+from ._group import RunId, Status, TruthValue, echo_link, run_app
+
+__all__ = ["ls", "show", "tasks"]
+
+
+@run_app.command("show")
+@handle_errors
+def show(run_id: RunId, output: OutputOption = None) -> None:
+    """Show one run: status, benchmark, model, summary and cost."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        found = bw.runs.get(resolve_run_id(bw, run_id))
+
+    def table() -> None:
+        summary = None if found.summary is None else TaskSummary.model_validate(dict(found.summary))
+        Console(highlight=False).print(run_table(found, summary))
+        echo_link(found)
+
+    emit(dump(found), fmt, table=table)
+
+
+@run_app.command("tasks")
+@handle_errors
+def tasks(
+    run_id: RunId,
+    passed: Annotated[
+        TruthValue | None,
+        typer.Option(
+            "--passed", help="Only passing (true) or non-passing (false) tasks.", show_default=False
+        ),
+    ] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Short for --passed=false.")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="Rows per page.")] = 100,
+    page_token: Annotated[
+        str | None, typer.Option(help="Continue from a previous page.", show_default=False)
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """List a run's task results, with the summary over all of its tasks.
+
+    ndjson prints one task per line, then the summary as an object "task_summary".
+    """
+    if failed and passed is TruthValue.true:
+        fail("--failed and --passed=true contradict each other", code=EXIT_USAGE)
+    wanted = False if failed else None if passed is None else passed is TruthValue.true
+    fmt = output_format(output)
+    with get_client() as bw:
+        page = bw.runs.tasks(
+            resolve_run_id(bw, run_id), passed=wanted, limit=limit, page_token=page_token
+        )
+
+    def table() -> None:
+        Console(highlight=False).print(tasks_table(page))
+        if page.next_page_token:
+            typer.echo(f"more rows: --page-token {page.next_page_token}")
+
+    rows = [dump(row) for row in page.data]
+    summary = {"object": "task_summary", **dump(page.summary)}
+    emit(dump(page), fmt, table=table, items=[*rows, summary])
+
+
+@run_app.command("ls")
+@handle_errors
+def ls(
+    status: Annotated[
+        Status | None, typer.Option(help="Only runs in this status.", show_default=False)
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=200, help="Runs per page.")] = 20,
+    page_token: Annotated[
+        str | None, typer.Option(help="Continue from a previous page.", show_default=False)
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """List your runs, newest first."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        page = bw.runs.list(
+            limit=limit, status=status.value if status else None, page_token=page_token
+        )
+
+    def table() -> None:
+        Console(highlight=False).print(runs_table(page))
+        if page.next_page_token:
+            typer.echo(f"more runs: --page-token {page.next_page_token}")
+
+    emit(dump(page), fmt, table=table, items=[dump(r) for r in page.data])

@@ -1,0 +1,390 @@
+"""``benchwright run``: launch modes and flags, the gate, @last, re-attaching, and
+managing runs, against the fake gateway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from benchwright import AsyncBenchwright, Benchwright
+from benchwright.cli import app
+from benchwright.cli._launch import git_commit, invocation_key
+
+from .cli_support import RUN, isolate_config, script_run, sent_json, use_gateway
+from .fakes import RUN_ID, SUMMARY, TOKEN, FakeGateway, problem, run_body
+
+PINNED = ["run", "--benchmark", "GSM8K", "--model", "qwen/qwen3-32b@openrouter"]
+OTHER_ID = "3f2b9c1e-0000-4000-8000-000000000002"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def cli_env(monkeypatch: pytest.MonkeyPatch, gateway: FakeGateway, tmp_path: Path) -> Path:
+    use_gateway(monkeypatch, gateway)
+    return isolate_config(monkeypatch, tmp_path)
+
+
+def launches(gateway: FakeGateway) -> list[httpx.Request]:
+    return gateway.seen("POST", "/v1/runs")
+
+
+def test_a_positional_request_is_a_natural_language_launch(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    script_run(gateway)
+    result = runner.invoke(app, ["run", "Run GSM8K on local/smollm2, first 2", "--no-wait"])
+    assert result.exit_code == 0, result.output
+    assert sent_json(launches(gateway)[0]) == {"request": "Run GSM8K on local/smollm2, first 2"}
+    # `run launch` is the same command, spelled out.
+    spelled = runner.invoke(app, ["run", "launch", "-r", "Run GSM8K", "--no-wait"])
+    assert spelled.exit_code == 0, spelled.output
+    assert sent_json(launches(gateway)[1]) == {"request": "Run GSM8K"}
+
+
+def test_launch_flags_map_onto_the_launch_body(runner: CliRunner, gateway: FakeGateway) -> None:
+    script_run(gateway)
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "launch",
+            "Run MMLU on qwen3-32b via Inspect",
+            "--harness",
+            "inspect",
+            "--harness-task",
+            "inspect_evals/mmlu_0_shot",
+            "--compute",
+            "sandbox0",
+            "--limit",
+            "50",
+            "--limit-to",
+            "run.cost=15",
+            "--limit-to",
+            "phase:atomize.duration=60",
+            "--driver",
+            "builtin",
+            "--no-wait",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert sent_json(launches(gateway)[0]) == {
+        "request": "Run MMLU on qwen3-32b via Inspect",
+        "harness": "inspect",
+        "compute": "sandbox0",
+        "driver": "builtin",
+        "limits": {"run": {"cost": 15.0}, "phase:atomize": {"duration": 60.0}},
+        "metadata": {"inspect_harness": {"task": "inspect_evals/mmlu_0_shot"}, "limit": 50},
+    }
+
+
+def test_an_unavailable_harness_bridge_shows_the_servers_reason(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    detail = (
+        "harness: Value error, the 'inspect' harness bridge is not available in this "
+        "deployment; omit 'harness' to have the Driver write the scorer"
+    )
+    gateway.on("POST", "/v1/runs", problem(400, "invalid request", detail, field="harness"))
+    result = runner.invoke(app, ["run", "launch", "Run MMLU", "--harness", "inspect"])
+    assert result.exit_code == 1
+    assert result.stderr == f"error: invalid request: {detail} (field: harness)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--limit-to", "run.cost", "x"], "--limit-to takes LEVEL.QUANTITY=NUMBER"),
+        (["run", "x", "--gate", "pass_rate=1.5"], "--gate takes pass_rate=FRACTION"),
+        (["run", "x", "--gate", "accuracy=0.5"], "--gate takes pass_rate=FRACTION"),
+        (["run", "x", "--gate", "pass_rate=0.9", "--no-wait"], "--gate needs the run's result"),
+        (["run", "x", "--harness-task", "t"], "--harness-task needs --harness"),
+        (["run", "x", "--benchmark", "GSM8K"], "`benchwright run` needs one of REQUEST"),
+        (["run", "x", "--subset", "s"], "--subset and --impl pin a catalog entry"),
+        (["run", "--benchmark", "GSM8K"], "a pinned run needs --model"),
+    ],
+)
+def test_bad_launch_flags_are_one_line_usage_errors(
+    runner: CliRunner, gateway: FakeGateway, args: list[str], message: str
+) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {message}")
+    assert result.stderr.count("\n") == 1
+    assert gateway.requests == []
+
+
+@pytest.mark.parametrize(
+    ("pass_rate", "final", "code", "verdict"),
+    [
+        (0.95, "ok", 0, "gate held: pass_rate 0.950 >= 0.900"),
+        (0.5, "ok", 3, "gate failed: pass_rate 0.500 < 0.900"),
+        (0.95, "error", 1, "gate failed: the run ended in error"),
+    ],
+)
+def test_gate_exits_on_the_aggregate_pass_rate_or_a_run_error(
+    runner: CliRunner,
+    gateway: FakeGateway,
+    pass_rate: float,
+    final: str,
+    code: int,
+    verdict: str,
+) -> None:
+    script_run(gateway, final_status=final, summary={**SUMMARY, "pass_rate": pass_rate})
+    table = runner.invoke(app, [*PINNED, "--gate", "pass_rate=0.90", "-o", "table"])
+    assert table.exit_code == code, table.output
+    assert verdict in table.stdout
+
+    as_json = runner.invoke(app, [*PINNED, "--gate", "pass_rate=0.90", "-o", "json"])
+    assert as_json.exit_code == code
+    document = json.loads(as_json.stdout)
+    assert document["gate"] == {
+        "metric": "pass_rate",
+        "threshold": 0.9,
+        "value": pass_rate,
+        "held": code == 0,
+    }
+    assert verdict in as_json.stderr
+
+
+def test_the_gate_fails_a_run_without_a_pass_rate(runner: CliRunner, gateway: FakeGateway) -> None:
+    empty = {"total": 0, "passed": 0, "failed": 0, "errored": 0, "pass_rate": None}
+    script_run(gateway, summary=empty)
+    result = runner.invoke(app, [*PINNED, "--gate", "pass_rate=0", "-o", "table"])
+    assert result.exit_code == 3
+    assert "gate failed: pass_rate none < 0.000" in result.stdout
+
+
+def test_identical_invocations_send_the_same_key_and_reattach(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    script_run(gateway)
+    first = runner.invoke(app, [*PINNED, "--no-wait", "-o", "table"])
+    assert first.exit_code == 0, first.output
+    assert "re-attached" not in first.output
+    # Display-only flags do not change the invocation: the server returns the same run.
+    again = runner.invoke(app, [*PINNED, "-o", "json", "--gate", "pass_rate=0.1"])
+    assert again.exit_code == 0, again.output
+    assert f"re-attached to run {RUN_ID}" in again.stderr
+    keys = [r.headers["Idempotency-Key"] for r in launches(gateway)]
+    assert keys[0] == keys[1] and keys[0].startswith("cli-")
+    assert len(keys[0]) == len("cli-") + 64
+
+    runner.invoke(app, [*PINNED, "--limit", "3", "--no-wait"])
+    runner.invoke(app, [*PINNED, "--fresh", "--no-wait"])
+    runner.invoke(app, [*PINNED, "--idempotency-key", "gha-42", "--no-wait"])
+    keys = [r.headers["Idempotency-Key"] for r in launches(gateway)]
+    assert len(set(keys)) == 4 and keys[-1] == "gha-42"
+    assert keys[3].startswith("cli-fresh-")
+
+
+def test_the_key_covers_the_flags_the_directory_and_the_commit(tmp_path: Path) -> None:
+    params: dict[str, Any] = {"request": "Run GSM8K", "limit": None, "limit_to": []}
+    here = invocation_key("run launch", params, cwd=tmp_path)
+    assert here == invocation_key("run launch", {"request": "Run GSM8K"}, cwd=tmp_path)
+    assert here != invocation_key("run launch", {"request": "Run GSM8K", "limit": 2}, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert here != invocation_key("run launch", params, cwd=elsewhere)
+    # Inside a git work tree the commit is part of it (this repository's, here).
+    repo = Path(__file__).resolve().parents[2]
+    if git_commit(repo):
+        assert len(git_commit(repo)) == 40
+    assert git_commit(tmp_path) == ""
+
+
+def test_at_last_names_the_last_launched_or_forked_run(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    missing = runner.invoke(app, ["run", "show", "@last"])
+    assert missing.exit_code == 2
+    assert "@last names nothing yet" in missing.stderr
+
+    script_run(gateway)
+    assert runner.invoke(app, [*PINNED, "--no-wait"]).exit_code == 0
+    shown = runner.invoke(app, ["run", "show", "@last", "-o", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["id"] == RUN_ID
+
+    forked = run_body("running", id=OTHER_ID, derived_from=RUN_ID)
+    gateway.on("POST", f"{RUN}/fork", httpx.Response(201, json=forked))
+    result = runner.invoke(app, ["run", "fork", "@last", "-m", "tighter scoring", "--no-wait"])
+    assert result.exit_code == 0, result.output
+    assert sent_json(gateway.seen("POST", f"{RUN}/fork")[0]) == {
+        "description": "tighter scoring",
+        "from_phase": "atomize",
+    }
+    gateway.on("GET", f"/v1/runs/{OTHER_ID}", httpx.Response(200, json=run_body("ok")))
+    runner.invoke(app, ["run", "show", "@last"])
+    assert gateway.requests[-1].url.path == f"/v1/runs/{OTHER_ID}"
+
+    # A replay of @last replays the fork.
+    runner.invoke(app, ["run", "--replay-from", "@last", "--no-wait"])
+    assert sent_json(launches(gateway)[-1]) == {"replay": {"from_run": OTHER_ID}}
+
+
+def test_fork_streams_like_a_launch(runner: CliRunner, gateway: FakeGateway) -> None:
+    script_run(gateway)
+    gateway.on("POST", f"{RUN}/fork", httpx.Response(201, json=run_body("running")))
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "fork",
+            RUN_ID,
+            "-m",
+            "answer zero-shot",
+            "--from-phase",
+            "attach",
+            "--model",
+            "qwen/qwen3-14b@openrouter",
+            "-o",
+            "table",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "finished: ok" in result.stdout and "33.3%" in result.stdout
+    body = sent_json(gateway.seen("POST", f"{RUN}/fork")[0])
+    assert body["from_phase"] == "attach"
+    assert body["sut"] == {"model": "qwen/qwen3-14b", "provider": "openrouter"}
+    assert gateway.seen("POST", f"{RUN}/fork")[0].headers["Idempotency-Key"].startswith("cli-")
+
+
+def test_publish_patches_visibility(runner: CliRunner, gateway: FakeGateway) -> None:
+    gateway.on("PATCH", RUN, httpx.Response(200, json=run_body("ok", visibility="public")))
+    result = runner.invoke(app, ["run", "publish", RUN_ID, "-o", "table"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"run {RUN_ID} is public\n"
+    assert sent_json(gateway.seen("PATCH", RUN)[0]) == {"visibility": "public"}
+
+
+def test_publish_on_a_server_without_visibility_says_so(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    # What the gateway answers today: the patch body only knows review_resolution.
+    refused = problem(
+        400,
+        "invalid request",
+        "review_resolution: Field required",
+        field="review_resolution",
+        code="invalid_argument",
+        errors=[
+            {"field": "review_resolution", "message": "Field required"},
+            {"field": "visibility", "message": "Extra inputs are not permitted"},
+        ],
+    )
+    gateway.on("PATCH", RUN, refused)
+    result = runner.invoke(app, ["run", "publish", RUN_ID])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: this server cannot change a run's visibility yet")
+    assert result.stderr.count("\n") == 1
+
+    # A run that does not exist is still reported as such.
+    gateway.on("PATCH", RUN, problem(404, "run not found", f"no run {RUN_ID!r}"))
+    missing = runner.invoke(app, ["run", "publish", RUN_ID])
+    assert missing.stderr.startswith("error: run not found")
+
+
+def test_kill_stops_and_delete_destroys(runner: CliRunner, gateway: FakeGateway) -> None:
+    gateway.on("POST", f"{RUN}/halt", httpx.Response(202, json=run_body("running", halted=True)))
+    killed = runner.invoke(app, ["run", "kill", RUN_ID, "--reason", "wrong model", "-o", "table"])
+    assert killed.exit_code == 0, killed.output
+    assert killed.stdout == f"stopping run {RUN_ID}\n"
+    assert sent_json(gateway.seen("POST", f"{RUN}/halt")[0]) == {"reason": "wrong model"}
+
+    refused = runner.invoke(app, ["run", "delete", RUN_ID])
+    assert refused.exit_code == 2 and "pass --yes" in refused.stderr
+    assert gateway.seen("DELETE", RUN) == []
+    gateway.on("DELETE", RUN, httpx.Response(200, json={"id": RUN_ID, "deleted": True}))
+    deleted = runner.invoke(app, ["run", "delete", RUN_ID, "--yes", "-o", "json"])
+    assert deleted.exit_code == 0, deleted.output
+    assert json.loads(deleted.stdout)["deleted"] is True
+
+
+def test_ls_lists_runs(runner: CliRunner, gateway: FakeGateway) -> None:
+    page = {
+        "object": "list",
+        "data": [run_body("running"), run_body("ok", id=OTHER_ID, summary=SUMMARY)],
+        "next_page_token": "p2",
+    }
+    gateway.on("GET", "/v1/runs", httpx.Response(200, json=page))
+    result = runner.invoke(app, ["run", "ls", "--status", "running", "-o", "table"])
+    assert result.exit_code == 0, result.output
+    assert RUN_ID in result.stdout and "33.3%" in result.stdout
+    assert "--page-token p2" in result.stdout
+    assert dict(gateway.requests[0].url.params) == {"limit": "20", "status": "running"}
+
+    lines = runner.invoke(app, ["run", "ls"]).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [RUN_ID, OTHER_ID]
+
+
+def test_tasks_takes_passed_as_a_value(runner: CliRunner, gateway: FakeGateway) -> None:
+    page = {"object": "list", "summary": SUMMARY, "data": []}
+    gateway.on("GET", f"{RUN}/tasks", httpx.Response(200, json=page))
+    assert runner.invoke(app, ["run", "tasks", RUN_ID, "--passed=false"]).exit_code == 0
+    assert runner.invoke(app, ["run", "tasks", RUN_ID, "--passed", "true"]).exit_code == 0
+    assert [r.url.params["passed"] for r in gateway.requests] == ["false", "true"]
+    clash = runner.invoke(app, ["run", "tasks", RUN_ID, "--passed=true", "--failed"])
+    assert clash.exit_code == 2
+
+
+def test_every_command_has_help(runner: CliRunner) -> None:
+    commands = [
+        [],
+        ["run"],
+        ["run", "launch"],
+        ["run", "fork"],
+        ["run", "show"],
+        ["run", "tasks"],
+        ["run", "ls"],
+        ["run", "publish"],
+        ["run", "kill"],
+        ["run", "delete"],
+        ["secrets"],
+        ["secrets", "add"],
+        ["billing"],
+        ["billing", "export"],
+        ["token", "create"],
+        ["login"],
+        ["doctor"],
+    ]
+    for command in commands:
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+        assert result.exit_code == 0, (command, result.output)
+        assert "Usage: benchwright" in result.stdout
+    gate_help = runner.invoke(app, ["run", "launch", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "aggregate pass rate" in gate_help
+
+
+# The SDK calls `run publish` sits on, sync and async alike.
+
+
+def test_runs_update_and_publish_in_the_sdk(gateway: FakeGateway) -> None:
+    gateway.on("PATCH", RUN, httpx.Response(200, json=run_body("ok", visibility="unlisted")))
+    with Benchwright(api_key=TOKEN, base_url="http://bw.test", http_client=gateway.client()) as bw:
+        assert bw.runs.publish(RUN_ID, visibility="unlisted").visibility == "unlisted"
+        bw.runs.update(RUN_ID, review_resolution="use the CoT variant")
+        with pytest.raises(ValueError, match="needs visibility= or review_resolution="):
+            bw.runs.update(RUN_ID)
+    bodies = [sent_json(r) for r in gateway.seen("PATCH", RUN)]
+    assert bodies == [{"visibility": "unlisted"}, {"review_resolution": "use the CoT variant"}]
+
+
+async def test_async_runs_publish(gateway: FakeGateway) -> None:
+    gateway.on("PATCH", RUN, httpx.Response(200, json=run_body("ok", visibility="public")))
+    async with AsyncBenchwright(
+        api_key=TOKEN, base_url="http://bw.test", http_client=gateway.async_client()
+    ) as abw:
+        published = await abw.runs.publish(RUN_ID)
+        await abw.runs.update(RUN_ID, visibility="private")
+    assert published.visibility == "public"
+    bodies = [sent_json(r) for r in gateway.seen("PATCH", RUN)]
+    assert bodies == [{"visibility": "public"}, {"visibility": "private"}]
