@@ -145,10 +145,8 @@ def echo_json(document: Any, *, compact: bool = False) -> None:
 
 
 def _echo_yaml(document: Any) -> None:
-    try:
-        import yaml
-    except ImportError:
-        fail("--output yaml needs PyYAML: pip install pyyaml", code=EXIT_USAGE)
+    import yaml  # only the yaml output pays for the import
+
     # Through JSON first, so dates and models print as the server spelled them.
     plain = json.loads(json.dumps(document, default=str))
     typer.echo(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True).rstrip("\n"))
