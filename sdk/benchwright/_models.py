@@ -136,6 +136,12 @@ class Run(_Model):
     mode: str | None = None
     request: str | None = None
     driver: str | None = None
+    visibility: str = "private"
+    # For ``runs.update(if_match=...)``: changes whenever the run's log grows.
+    etag: str | None = None
+    compute: str | None = None
+    backend: str | None = None
+    metadata: AttrDict | None = None
     # The run this one was replayed or forked from.
     derived_from: str | None = None
     fingerprint: str | None = None

@@ -372,7 +372,7 @@ def test_runs_update_and_publish_in_the_sdk(gateway: FakeGateway) -> None:
     with Benchwright(api_key=TOKEN, base_url="http://bw.test", http_client=gateway.client()) as bw:
         assert bw.runs.publish(RUN_ID, visibility="unlisted").visibility == "unlisted"
         bw.runs.update(RUN_ID, review_resolution="use the CoT variant")
-        with pytest.raises(ValueError, match="needs visibility= or review_resolution="):
+        with pytest.raises(ValueError, match="needs visibility=, review_resolution= or metadata="):
             bw.runs.update(RUN_ID)
     bodies = [sent_json(r) for r in gateway.seen("PATCH", RUN)]
     assert bodies == [{"visibility": "unlisted"}, {"review_resolution": "use the CoT variant"}]

@@ -1,7 +1,10 @@
 """A run's artifacts, its HTML report and its narration, read through the API."""
 
+import asyncio
+
 import pytest
 
+from benchwright import AsyncBenchwright, Benchwright
 from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.system.test_pinned_run import launch_body
@@ -51,5 +54,16 @@ async def test_artifacts_report_and_narration(platform: Platform) -> None:
         assert told["text"].splitlines()[0].startswith("Launched (pinned)")
         assert "Finished: 3 of 3 tasks passed." in told["text"] or "Finished:" in told["text"]
         assert sum(told["outcomes"].values()) == 3
+
+        # The same through the SDK.
+        async with AsyncBenchwright(api_key=platform.token, base_url=str(client.base_url)) as bw:
+            (atomized,) = await bw.runs.artifacts(run["id"], type="setup")
+            assert (await bw.runs.artifact(run["id"], atomized.id)).data.code == code.text
+            assert (await bw.runs.artifact_content(run["id"], atomized.id)).decode() == code.text
+            assert run["id"] in await bw.runs.report(run["id"])
+            assert "Phase" in (await bw.runs.narrate(run["id"])).text
+        with Benchwright(api_key=platform.token, base_url=str(client.base_url)) as sync:
+            versions = await asyncio.to_thread(sync.runs.artifacts, run["id"], None, True)
+            assert len(versions) >= len(listed)
     finally:
         model.stop()

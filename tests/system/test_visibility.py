@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from benchwright import APIStatusError, AsyncBenchwright
 from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.system.test_scope_matrix import as_, mint, new_account, open_session
@@ -85,6 +86,24 @@ async def test_visibility_metadata_and_listing(platform: Platform, tmp_path: Pat
         assert future.json()["data"] == []
         bad = await client.get("/v1/runs", params={"sort": "colour"})
         assert bad.status_code == 400
+
+        # The same through the SDK: filters, sort, metadata riding along, If-Match.
+        async with AsyncBenchwright(api_key=platform.token, base_url=str(client.base_url)) as bw:
+            page = await bw.runs.list(filters={"visibility": "public", "status": "ok"})
+            assert [r.id for r in page.data] == [first["id"]]
+            ordered = await bw.runs.list(sort="started_at", filters={"benchmark": "GSM8K"})
+            assert [r.id for r in ordered.data] == [first["id"], second["id"]]
+            fresh = await bw.runs.get(second["id"])
+            changed = await bw.runs.update(
+                second["id"], visibility="unlisted", metadata={"pr": 8}, if_match=fresh.etag
+            )
+            assert changed.visibility == "unlisted" and changed.metadata["pr"] == 8
+            with pytest.raises(APIStatusError) as stale:
+                await bw.runs.update(second["id"], visibility="private", if_match=fresh.etag)
+            assert stale.value.status_code == 412
+            with pytest.raises(APIStatusError) as alone:
+                await bw.runs.update(second["id"], metadata={"pr": 9})
+            assert alone.value.status_code == 400
     finally:
         model.stop()
 

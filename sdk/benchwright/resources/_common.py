@@ -107,13 +107,57 @@ def fork_body(
     return body
 
 
-def update_body(visibility: str | None, review_resolution: str | None) -> dict[str, Any]:
-    """The ``PATCH /v1/runs/{id}`` body; refuses an empty patch before sending it."""
-    body = {"visibility": visibility, "review_resolution": review_resolution}
+def update_body(
+    visibility: str | None,
+    review_resolution: str | None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``PATCH /v1/runs/{id}`` body; refuses an empty patch before sending it.
+
+    ``metadata`` alone is sent as it is: the server refuses it (``invalid_argument``),
+    since metadata rides along with a visibility change or a review answer.
+    """
+    body: dict[str, Any] = {
+        "visibility": visibility,
+        "review_resolution": review_resolution,
+        "metadata": dict(metadata) if metadata is not None else None,
+    }
     body = {k: v for k, v in body.items() if v is not None}
     if not body:
-        raise ValueError("runs.update needs visibility= or review_resolution=")
+        raise ValueError("runs.update needs visibility=, review_resolution= or metadata=")
     return body
+
+
+def if_match_header(if_match: str | None) -> dict[str, str] | None:
+    return {"If-Match": if_match} if if_match else None
+
+
+# ``runs.list`` filters that are time ranges: ``{"gte": ..., "lt": ...}``.
+RANGE_FILTERS = ("started_at", "finished_at")
+
+
+def list_params(
+    filters: Mapping[str, Any] | None,
+    *,
+    status: str | None,
+    sort: str | None,
+    limit: int,
+    page_token: str | None,
+) -> dict[str, Any]:
+    """Query parameters for ``GET /v1/runs`` from the guide's ``filters`` dict."""
+    found = dict(filters or {})
+    params: dict[str, Any] = {"limit": limit, "page_token": page_token, "sort": sort}
+    params["status"] = found.pop("status", status)
+    for name in ("benchmark", "visibility"):
+        params[name] = found.pop(name, None)
+    for name in RANGE_FILTERS:
+        bounds = found.pop(name, None) or {}
+        for op in ("gte", "lt"):
+            value: Any = bounds.get(op)
+            params[f"{name}.{op}"] = value.isoformat() if hasattr(value, "isoformat") else value
+    if found:
+        raise ValueError(f"runs.list cannot filter on {sorted(found)}")
+    return params
 
 
 def types_param(types: str | Iterable[str] | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -9,6 +10,7 @@ from .._async_http import AsyncHTTP
 from .._errors import APIConnectionError
 from .._models import (
     AsyncTaskList,
+    AttrDict,
     DeletedRun,
     EventList,
     Run,
@@ -22,9 +24,12 @@ from ._common import (
     WaitClock,
     fork_body,
     halt_body,
+    if_match_header,
     launch_body,
+    list_params,
     new_idempotency_key,
     parse,
+    parse_dict,
     parse_sse_event,
     path_id,
     types_param,
@@ -126,11 +131,16 @@ class AsyncRuns:
         *,
         visibility: str | None = None,
         review_resolution: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        if_match: str | None = None,
     ) -> Run:
         """Change a run's ``visibility`` or answer its review; see ``Runs.update``."""
         path = f"/v1/runs/{path_id(run_id)}"
-        body = update_body(visibility, review_resolution)
-        return parse(Run, await self._http.request("PATCH", path, json=body, retry_safe=True))
+        body = update_body(visibility, review_resolution, metadata)
+        found = await self._http.request(
+            "PATCH", path, json=body, headers=if_match_header(if_match), retry_safe=True
+        )
+        return parse(Run, found)
 
     async def publish(self, run_id: str, visibility: str = "public") -> Run:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
@@ -142,11 +152,43 @@ class AsyncRuns:
         return parse(DeletedRun, await self._http.request("DELETE", path))
 
     async def list(
-        self, limit: int = 50, status: str | None = None, page_token: str | None = None
+        self,
+        filters: Mapping[str, Any] | None = None,
+        sort: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+        *,
+        status: str | None = None,
     ) -> RunList:
-        """One page of runs, newest first; pass ``next_page_token`` on for the next."""
-        params = {"limit": limit, "status": status, "page_token": page_token}
+        """One page of your runs; filters and sort as in ``Runs.list``."""
+        params = list_params(filters, status=status, sort=sort, limit=limit, page_token=page_token)
         return parse(RunList, await self._http.request("GET", "/v1/runs", params=params))
+
+    async def artifacts(
+        self, run_id: str, type: str | None = None, include_versions: bool = False
+    ) -> builtins.list[AttrDict]:
+        """What each phase produced; see ``Runs.artifacts``."""
+        params = {"type": type, "include_versions": include_versions or None}
+        found = await self._http.request(
+            "GET", f"/v1/runs/{path_id(run_id)}/artifacts", params=params
+        )
+        return [parse_dict(a) for a in found["data"]]
+
+    async def artifact(self, run_id: str, art_id: str) -> AttrDict:
+        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}"
+        return parse_dict(await self._http.request("GET", path))
+
+    async def artifact_content(self, run_id: str, art_id: str) -> bytes:
+        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}/content"
+        return bytes(await self._http.request("GET", path, raw=True) or b"")
+
+    async def report(self, run_id: str) -> str:
+        path = f"/v1/runs/{path_id(run_id)}/report"
+        return bytes(await self._http.request("GET", path, raw=True) or b"").decode()
+
+    async def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
+        path = f"/v1/runs/{path_id(run_id)}/narrate"
+        return parse_dict(await self._http.request("GET", path, params={"slice": slice}))
 
     async def wait(
         self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -23,7 +24,9 @@ from ._common import (
     WaitClock,
     fork_body,
     halt_body,
+    if_match_header,
     launch_body,
+    list_params,
     new_idempotency_key,
     parse,
     parse_dict,
@@ -140,16 +143,26 @@ class Runs:
         *,
         visibility: str | None = None,
         review_resolution: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        if_match: str | None = None,
     ) -> Run:
-        """Change a run's ``visibility`` (``private``, ``unlisted``, ``public``) or
+        """Change a run's ``visibility`` (``private``, ``unlisted``, ``public``) and/or
         answer the review a waiting run asked for (the text guides its Driver).
 
-        Needs at least one of the two. Publishing a run is what makes its benchmark
-        visible in the registry. A patch is idempotent, so it is retried like a GET.
+        The server needs one of those two; ``metadata`` (merged, a None value removes
+        a key) rides along and alone is refused with ``invalid_argument``. Publishing a
+        run is what makes its benchmark visible in the registry. ``if_match`` (the
+        run's ``etag``) refuses the change if the run moved on since you read it.
+        A patch is idempotent, so it is retried like a GET.
         """
         path = f"/v1/runs/{path_id(run_id)}"
-        body = update_body(visibility, review_resolution)
-        return parse(Run, self._http.request("PATCH", path, json=body, retry_safe=True))
+        body = update_body(visibility, review_resolution, metadata)
+        return parse(
+            Run,
+            self._http.request(
+                "PATCH", path, json=body, headers=if_match_header(if_match), retry_safe=True
+            ),
+        )
 
     def publish(self, run_id: str, visibility: str = "public") -> Run:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
@@ -169,11 +182,53 @@ class Runs:
         return parse(DeletedRun, self._http.request("DELETE", f"/v1/runs/{path_id(run_id)}"))
 
     def list(
-        self, limit: int = 50, status: str | None = None, page_token: str | None = None
+        self,
+        filters: Mapping[str, Any] | None = None,
+        sort: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+        *,
+        status: str | None = None,
     ) -> RunList:
-        """One page of runs, newest first; pass ``next_page_token`` on for the next."""
-        params = {"limit": limit, "status": status, "page_token": page_token}
+        """One page of your runs; pass ``next_page_token`` on for the next.
+
+        ``filters``: ``status``, ``benchmark`` (id or name), ``visibility``, and
+        ``started_at`` / ``finished_at`` as ``{"gte": ..., "lt": ...}``. ``sort`` is
+        ``-started_at`` (the default), ``started_at``, ``-finished_at`` or
+        ``finished_at``.
+        """
+        params = list_params(filters, status=status, sort=sort, limit=limit, page_token=page_token)
         return parse(RunList, self._http.request("GET", "/v1/runs", params=params))
+
+    def artifacts(
+        self, run_id: str, type: str | None = None, include_versions: bool = False
+    ) -> builtins.list[AttrDict]:
+        """What each phase produced (``fetch``, ``analyze``, ``setup``, ``atomize``,
+        ``model_proxy``, ``snapshot``, ``report``...): the latest of each kind, or
+        every version with ``include_versions``."""
+        params = {"type": type, "include_versions": include_versions or None}
+        found = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/artifacts", params=params)
+        return [parse_dict(a) for a in found["data"]]
+
+    def artifact(self, run_id: str, art_id: str) -> AttrDict:
+        """One artifact's description and its recorded fields."""
+        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}"
+        return parse_dict(self._http.request("GET", path))
+
+    def artifact_content(self, run_id: str, art_id: str) -> bytes:
+        """The artifact itself: the scorer's code, the LiteLLM config, a report file."""
+        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}/content"
+        return bytes(self._http.request("GET", path, raw=True) or b"")
+
+    def report(self, run_id: str) -> str:
+        """The run's HTML report (one self-contained page)."""
+        path = f"/v1/runs/{path_id(run_id)}/report"
+        return bytes(self._http.request("GET", path, raw=True) or b"").decode()
+
+    def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
+        """What the run has been doing, in plain words (``slice``: recent or all)."""
+        path = f"/v1/runs/{path_id(run_id)}/narrate"
+        return parse_dict(self._http.request("GET", path, params={"slice": slice}))
 
     def wait(self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0) -> Run:
         """Poll until the run is no longer ``running`` and return it.
