@@ -39,6 +39,12 @@ from ._models import (
     TaskSummary,
 )
 from ._version import __version__
+from .resources.webhooks import (
+    Webhook,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookSignatureError,
+)
 
 __all__ = [
     "APIConnectionError",
@@ -70,6 +76,10 @@ __all__ = [
     "TaskRow",
     "TaskSummary",
     "WaitTimeoutError",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEvent",
+    "WebhookSignatureError",
     "__version__",
     "credentials_path",
     "resolve_config",

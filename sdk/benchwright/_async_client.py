@@ -8,9 +8,11 @@ import httpx
 
 from ._async_http import AsyncHTTP
 from ._config import resolve_config
+from .registry import AsyncBenchmarks, AsyncImpls, AsyncRegistry
 from .resources.async_admin import AsyncAdmin
 from .resources.async_runs import AsyncRuns
 from .resources.billing import AsyncBilling
+from .resources.webhooks import AsyncWebhooks
 
 __all__ = ["AsyncBenchwright"]
 
@@ -24,6 +26,10 @@ class AsyncBenchwright:
     runs: AsyncRuns
     admin: AsyncAdmin
     billing: AsyncBilling
+    webhooks: AsyncWebhooks
+    registry: AsyncRegistry
+    benchmarks: AsyncBenchmarks
+    impls: AsyncImpls
 
     def __init__(
         self,
@@ -41,6 +47,10 @@ class AsyncBenchwright:
         self.runs = AsyncRuns(self._http)
         self.admin = AsyncAdmin(self._http)
         self.billing = AsyncBilling(self._http)
+        self.webhooks = AsyncWebhooks(self._http)
+        self.registry = AsyncRegistry(self._http)
+        self.benchmarks = self.registry.benchmarks
+        self.impls = self.registry.impls
 
     @property
     def base_url(self) -> str:

@@ -10,12 +10,14 @@ from ._config import resolve_config
 from ._errors import error_from_response
 from ._http import SyncHTTP
 from ._models import AttrDict
+from .registry import Benchmarks, Impls, Registry
 from .resources._common import parse_dict
 from .resources.admin import Admin
 from .resources.billing import Billing
 from .resources.runs import Runs
 from .resources.secrets import HostPolicy, Secrets
 from .resources.tokens import Tokens
+from .resources.webhooks import Webhooks
 
 __all__ = ["Benchwright"]
 
@@ -35,6 +37,10 @@ class Benchwright:
     secrets: Secrets
     host_policy: HostPolicy
     billing: Billing
+    webhooks: Webhooks
+    registry: Registry
+    benchmarks: Benchmarks
+    impls: Impls
 
     def __init__(
         self,
@@ -55,6 +61,11 @@ class Benchwright:
         self.secrets = Secrets(self._http)
         self.host_policy = HostPolicy(self._http)
         self.billing = Billing(self._http)
+        self.webhooks = Webhooks(self._http)
+        # The guide's authoring shortcuts are the registry's own resources.
+        self.registry = Registry(self._http)
+        self.benchmarks = self.registry.benchmarks
+        self.impls = self.registry.impls
 
     @classmethod
     def login(

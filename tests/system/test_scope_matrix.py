@@ -169,9 +169,90 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("DELETE", "/v1/runs/{run_id}"): Entry(
         "runs:write", "/v1/runs/{run}", owned=True, destructive=True
     ),
+    # Webhooks.
+    ("POST", "/v1/webhooks"): Entry(
+        "webhooks:write",
+        "/v1/webhooks",
+        {"url": "https://hooks.matrix-a.invalid/{fresh}", "events": ["run.finished"]},
+    ),
+    ("GET", "/v1/webhooks"): Entry("webhooks:read", "/v1/webhooks"),
+    ("GET", "/v1/webhooks/{webhook_id}"): Entry(
+        "webhooks:read", "/v1/webhooks/{webhook}", owned=True
+    ),
+    ("PATCH", "/v1/webhooks/{webhook_id}"): Entry(
+        "webhooks:write", "/v1/webhooks/{webhook}", {"description": "probed"}, owned=True
+    ),
+    ("DELETE", "/v1/webhooks/{webhook_id}"): Entry(
+        "webhooks:write", "/v1/webhooks/{webhook}", owned=True, destructive=True
+    ),
+    ("POST", "/v1/webhooks/{webhook_id}/rotate_secret"): Entry(
+        "webhooks:write", "/v1/webhooks/{webhook}/rotate_secret", owned=True
+    ),
+    ("POST", "/v1/webhooks/{webhook_id}/test"): Entry(
+        "webhooks:write", "/v1/webhooks/{webhook}/test", owned=True, destructive=True
+    ),
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"): Entry(
+        "webhooks:read", "/v1/webhooks/{webhook}/deliveries", owned=True
+    ),
+    ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"): Entry(
+        "webhooks:write",
+        "/v1/webhooks/{webhook}/deliveries/{delivery}/retry",
+        owned=True,
+        destructive=True,
+    ),
     # Operators.
     ("POST", "/v1/admin/projections/{name}/rebuild"): Entry(
         ADMIN, "/v1/admin/projections/runs/rebuild"
+    ),
+    # The registry: benchmarks, subsets, impls.
+    ("POST", "/v1/benchmarks"): Entry("registry:publish", "/v1/benchmarks", {"name": "{fresh}"}),
+    ("GET", "/v1/benchmarks"): Entry("registry:read", "/v1/benchmarks"),
+    ("GET", "/v1/benchmarks/{benchmark_id}"): Entry(
+        "registry:read", "/v1/benchmarks/{bm}", owned=True
+    ),
+    ("PATCH", "/v1/benchmarks/{benchmark_id}"): Entry(
+        "registry:publish", "/v1/benchmarks/{bm}", {"description": "probed"}, owned=True
+    ),
+    ("DELETE", "/v1/benchmarks/{benchmark_id}"): Entry(
+        "registry:publish", "/v1/benchmarks/{bm}", owned=True, destructive=True
+    ),
+    ("POST", "/v1/benchmarks/{benchmark_id}/subsets"): Entry(
+        "registry:publish",
+        "/v1/benchmarks/{bm}/subsets",
+        {"slug": "{fresh}", "tasks": [{"task_id": "t1"}]},
+        owned=True,
+    ),
+    ("POST", "/v1/benchmarks/{benchmark_id}/impls"): Entry(
+        "registry:publish", "/v1/benchmarks/{bm}/impls", {"code": "PROBE = 1\n"}, owned=True
+    ),
+    ("GET", "/v1/subsets/{subset_id}"): Entry("registry:read", "/v1/subsets/{sub}", owned=True),
+    ("GET", "/v1/subsets/{subset_id}/tasks"): Entry(
+        "registry:read", "/v1/subsets/{sub}/tasks", owned=True
+    ),
+    ("PATCH", "/v1/subsets/{subset_id}"): Entry(
+        "registry:publish", "/v1/subsets/{sub}", {"description": "probed"}, owned=True
+    ),
+    ("POST", "/v1/subsets/{subset_id}/tasks"): Entry(
+        "registry:publish",
+        "/v1/subsets/{sub}/tasks",
+        {"tasks": [{"task_id": "{fresh}"}]},
+        owned=True,
+    ),
+    ("DELETE", "/v1/subsets/{subset_id}"): Entry(
+        "registry:publish", "/v1/subsets/{sub}", owned=True, destructive=True
+    ),
+    ("POST", "/v1/impls"): Entry(
+        "registry:publish", "/v1/impls", {"subset": "{sub}", "code": "PROBE = 1\n"}, owned=True
+    ),
+    ("GET", "/v1/impls/{impl_id}"): Entry("registry:read", "/v1/impls/{impl}", owned=True),
+    ("GET", "/v1/impls/{impl_id}/code"): Entry(
+        "registry:read", "/v1/impls/{impl}/code", owned=True
+    ),
+    ("PATCH", "/v1/impls/{impl_id}"): Entry(
+        "registry:publish", "/v1/impls/{impl}", {"label": "probed"}, owned=True
+    ),
+    ("DELETE", "/v1/impls/{impl_id}"): Entry(
+        "registry:publish", "/v1/impls/{impl}", owned=True, destructive=True
     ),
 }
 
@@ -331,6 +412,14 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         assert secret.status_code == 201, secret.text
         policy = (await client.get("/v1/host-policy", headers=as_(alice))).json()
         assert {"pattern": "api.matrix-a.example", "action": "allow"} in policy["rules"]
+        hook = await client.post(
+            "/v1/webhooks",
+            json={"url": "https://hooks.matrix-a.invalid/h", "events": ["run.finished"]},
+            headers=as_(alice),
+        )
+        assert hook.status_code == 201, hook.text
+        sent = await client.post(f"/v1/webhooks/{hook.json()['id']}/test", headers=as_(alice))
+        assert sent.status_code == 202, sent.text
         topup = await client.post(
             "/v1/billing/topups", json={"amount_cents": 500}, headers=as_(alice)
         )
@@ -339,20 +428,48 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         listed = (await client.get("/v1/tokens", headers=as_(alice_session))).json()["data"]
         token_id = str(next(t["id"] for t in listed if t["scopes"] == ["billing:read"]))
 
+        bm = await client.post("/v1/benchmarks", json={"name": "Matrix"}, headers=as_(alice))
+        assert bm.status_code == 201, bm.text
+        bm_id = str(bm.json()["id"])
+        sub = await client.post(
+            f"/v1/benchmarks/{bm_id}/subsets",
+            json={"slug": "v1", "tasks": [{"task_id": "t0"}]},
+            headers=as_(alice),
+        )
+        assert sub.status_code == 201, sub.text
+        impl = await client.post(
+            "/v1/impls",
+            json={"subset": sub.json()["id"], "code": "PROBE = 0\n"},
+            headers=as_(alice),
+        )
+        assert impl.status_code == 201, impl.text
+        missing_bm = f"bm_{uuid.uuid4()}"
+
         real = {
+            # An impl id holds its benchmark's: replaced first, so the benchmark's stays put.
+            "impl": str(impl.json()["id"]),
+            "bm": bm_id,
+            "sub": str(sub.json()["id"]),
             "run": run_id,
             "task": str(tasks["data"][0]["id"]),
             "secret": "matrix-key",
             "token": token_id,
             "pattern": "api.matrix-a.example",
+            "webhook": str(hook.json()["id"]),
+            "delivery": str(sent.json()["id"]),
             "topup": str(topup.json()["id"]),
         }
         missing = {
+            "impl": f"{missing_bm}:{'0' * 12}",
+            "bm": missing_bm,
+            "sub": "sub_" + "0" * 12,
             "run": str(uuid.uuid4()),
             "task": real["task"],  # the run is what is missing
             "secret": "matrix-nop",
             "token": "0" * len(token_id),
             "pattern": "api.matrix-z.example",
+            "webhook": "whk_" + "0" * 24,
+            "delivery": "whd_" + "0" * 24,
             "topup": "top_" + "0" * (len(real["topup"]) - 4),
         }
         assert all(len(real[k]) == len(missing[k]) for k in real)
@@ -490,6 +607,8 @@ async def test_listings_show_only_the_callers_own(world: World) -> None:
     assert (await client.get("/v1/blocked-hosts", headers=as_(bob))).json()["data"] == []
     tokens = (await client.get("/v1/tokens", headers=as_(world.bob_session))).json()["data"]
     assert world.real["token"] not in {t["id"] for t in tokens}
+    benchmarks = (await client.get("/v1/benchmarks", headers=as_(bob))).json()["data"]
+    assert world.real["bm"] not in {b["id"] for b in benchmarks}
     me = (await client.get("/v1/me", headers=as_(bob))).json()
     alice_me = (await client.get("/v1/me", headers=as_(await world.pat(("runs:read",))))).json()
     assert me["account"] != alice_me["account"]

@@ -13,14 +13,16 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_gateway.api import access, admin, artifacts, errors, launch, runs
+from benchwright_gateway.api import access, admin, artifacts, errors, launch, registry, runs
 from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import secrets as secrets_api
+from benchwright_gateway.api import webhooks as webhooks_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.application import GatewayApplication
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
+from benchwright_gateway.webhooks.delivery import Webhooks
 from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
@@ -46,6 +48,7 @@ class GatewayService:
             blocking=self.blocking,
         )
         self.ctx = GatewayContext(self.settings, self.app, self.views.store, self.blocking)
+        self.webhooks = Webhooks(self.settings, self.router, self.ctx)
         self.http = self.build_http()
         self._server: uvicorn.Server | None = None
         self._serve_task: asyncio.Task[None] | None = None
@@ -69,7 +72,9 @@ class GatewayService:
         http.include_router(artifacts.build_router(self.ctx, principal))
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
+        http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
+        http.include_router(registry.build_router(self.ctx, principal))
 
         @http.get("/healthz")
         async def healthz() -> dict[str, str]:
@@ -131,6 +136,7 @@ class GatewayService:
         # Every deployment needs a first credential; it is written once, 0600, and
         # only once the API listens, so the file's presence means "ready to use".
         self.credentials_path = await self.blocking.run(self.ensure_admin_token)
+        await self.webhooks.start()
 
     async def stop(self) -> None:
         if self._server:
@@ -138,6 +144,7 @@ class GatewayService:
         if self._serve_task:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serve_task
+        await self.webhooks.stop()
         self.app.close()
         self.views.close()
 

@@ -20,6 +20,8 @@ ALL_SCOPES = (
     "billing:write",
     "registry:read",
     "registry:publish",
+    "webhooks:read",
+    "webhooks:write",
     "admin",
 )
 

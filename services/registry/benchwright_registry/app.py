@@ -1,31 +1,62 @@
-"""Assembles the registry: catalog, dataset blobs, queries, run summaries."""
+"""Assembles the registry: catalog, authored store, dataset blobs, queries, read models."""
 
 import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
 from nats.js import JetStreamContext
-from nats.js.errors import BucketNotFoundError
 from nats.js.errors import NotFoundError as ObjectNotFoundError
-from nats.js.object_store import ObjectStore
 
-from benchwright_registry.application import RegistryApplication, load_builtin_catalog
-from benchwright_registry.domain import Catalog
-from benchwright_registry.projections import RunSummariesProjection
-from benchwright_shared import subjects
-from benchwright_shared.bus import jetstream
-from benchwright_shared.contracts import (
-    BenchmarkResolution,
-    CatalogListing,
-    GetImpl,
-    GetSubsetRows,
-    ImplCode,
-    ListCatalog,
-    ResolveBenchmark,
-    SubsetRows,
+from benchwright_registry import handlers
+from benchwright_registry.application import (
+    AuthoringApplication,
+    RegistryApplication,
+    builtin_rows,
+    load_builtin_catalog,
 )
-from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
+from benchwright_registry.domain import Catalog
+from benchwright_registry.projections import CatalogProjection, RunSummariesProjection
+from benchwright_shared.bus import jetstream
+from benchwright_shared.contracts import RebuildResult
+from benchwright_shared.projection import Projection
+from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost, Source
 from benchwright_shared.settings import Settings
+from benchwright_shared.store import BlockingStore, eventsourcing_env
+
+log = logging.getLogger(__name__)
+# How often a process picks up benchmarks other registry processes stored.
+FOLLOW_INTERVAL_S = 1.0
+# The catalog read model follows the registry's own event store, not a stream.
+OWN_STORE = Source(stream="", subjects=(), replay_subject="")
+
+
+class RegistryViews(ProjectionHost):
+    """The registry's read models; ``catalog`` is rebuilt from the registry's own store."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        service: str,
+        router: NatsRouter,
+        projections: Mapping[str, tuple[Projection, Source]],
+        *,
+        blocking: BlockingStore,
+    ) -> None:
+        super().__init__(settings, service, router, projections, blocking=blocking)
+        self.rebuild_catalog: Callable[[], int] | None = None
+
+    async def rebuild(self, projection: str) -> RebuildResult:
+        if projection != CatalogProjection.name or self.rebuild_catalog is None:
+            return await super().rebuild(projection)
+        before = await self.blocking.run(self.store.digest, projection)
+        applied = await self.blocking.run(self.rebuild_catalog)
+        digest = await self.blocking.run(self.store.digest, projection)
+        return RebuildResult(
+            projection=projection, applied=applied, digest=digest, before_digest=before
+        )
 
 
 @dataclass
@@ -35,15 +66,25 @@ class RegistryService:
     router: NatsRouter = field(default_factory=NatsRouter)
 
     def __post_init__(self) -> None:
-        self.views = ProjectionHost(
+        # One thread for the authored store and the read models: writes there are rare.
+        self.blocking = BlockingStore(self.name)
+        self.views = RegistryViews(
             self.settings,
             self.name,
             self.router,
-            {"run_summaries": (RunSummariesProjection(), RUN_LOG_SOURCE)},
+            {
+                "run_summaries": (RunSummariesProjection(), RUN_LOG_SOURCE),
+                CatalogProjection.name: (CatalogProjection(), OWN_STORE),
+            },
+            blocking=self.blocking,
+        )
+        self.authoring = AuthoringApplication(
+            env=eventsourcing_env(self.settings, self.name), views=self.views.store
         )
         self.app: RegistryApplication | None = None
         self._ready = asyncio.Event()
-        router = self.router
+        self._broker: NatsBroker | None = None
+        self._follow_task: asyncio.Task[None] | None = None
 
         async def ready() -> RegistryApplication:
             # Queries that arrive while the catalog loads wait for it.
@@ -51,43 +92,48 @@ class RegistryService:
             assert self.app is not None
             return self.app
 
-        @router.subscriber(subjects.RESOLVE_BENCHMARK, queue=self.name)
-        async def resolve(query: ResolveBenchmark) -> BenchmarkResolution:
-            return (await ready()).resolve(query)
+        handlers.register(self.router, handlers.Runtime(ready, self.blocking, self._jetstream))
 
-        @router.subscriber(subjects.GET_SUBSET_ROWS, queue=self.name)
-        async def subset_rows(query: GetSubsetRows) -> SubsetRows:
-            return (await ready()).subset_rows(query)
-
-        @router.subscriber(subjects.GET_IMPL, queue=self.name)
-        async def impl(query: GetImpl) -> ImplCode:
-            return (await ready()).impl(query)
-
-        @router.subscriber(subjects.LIST_CATALOG, queue=self.name)
-        async def list_catalog(query: ListCatalog) -> CatalogListing:
-            return (await ready()).list_catalog(query)
+    def _jetstream(self) -> JetStreamContext:
+        if self._broker is None:
+            raise RuntimeError("the registry's broker is not connected yet")
+        return jetstream(self._broker)
 
     async def start(self, broker: NatsBroker) -> None:
+        self._broker = broker
         self.views.broker = broker
         catalog = await asyncio.to_thread(load_builtin_catalog)
         await publish_datasets(jetstream(broker), catalog)
-        self.app = RegistryApplication(catalog)
+        rows = builtin_rows(catalog)
+        self.views.rebuild_catalog = lambda: self.authoring.rebuild_catalog(rows)
+        await self.blocking.run(self.authoring.seed_catalog, rows)
+        await self.blocking.run(self.authoring.follow)
+        self.app = RegistryApplication(catalog, self.authoring)
         self._ready.set()
+        self._follow_task = asyncio.create_task(self._follow(), name="registry-catalog-follow")
+
+    async def _follow(self) -> None:
+        """Pick up benchmarks other registry processes stored (this one's follow at once)."""
+        while True:
+            await asyncio.sleep(FOLLOW_INTERVAL_S)
+            try:
+                await self.blocking.run(self.authoring.follow)
+            except Exception:
+                log.exception("registry: following the authored store failed")
 
     async def stop(self) -> None:
+        if self._follow_task is not None:
+            self._follow_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow_task
+        self.blocking.close()
+        self.authoring.close()
         self.views.close()
-
-
-async def dataset_bucket(js: JetStreamContext) -> ObjectStore:
-    try:
-        return await js.object_store(subjects.DATASETS_BUCKET)
-    except BucketNotFoundError:
-        return await js.create_object_store(subjects.DATASETS_BUCKET)
 
 
 async def publish_datasets(js: JetStreamContext, catalog: Catalog) -> None:
     """Put every subset's rows in the object store, once: names are content hashes."""
-    bucket = await dataset_bucket(js)
+    bucket = await handlers.dataset_bucket(js)
     for subset in catalog.subsets.values():
         try:
             info = await bucket.get_info(subset.object_name)

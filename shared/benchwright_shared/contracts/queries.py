@@ -30,6 +30,8 @@ class BenchmarkResolution(BaseModel):
     subset_slug: str | None = None
     task_count: int = 0
     impl_id: str | None = None
+    # The subset's own trials default, for a launch that names none.
+    default_trials: dict[str, Any] | None = None
 
 
 class GetSubsetRows(Contract):

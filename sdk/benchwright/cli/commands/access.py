@@ -42,6 +42,8 @@ LOGIN_SCOPES = (
     "billing:read",
     "registry:read",
     "registry:publish",
+    "webhooks:read",
+    "webhooks:write",
 )
 
 token_app = typer.Typer(
@@ -126,7 +128,8 @@ def login(
         str,
         typer.Option(
             help="Scopes of the token, comma- or space-separated. Default: runs:read/write, "
-            "artifacts:read, secrets:read/write, billing:read, registry:read/publish.",
+            "artifacts:read, secrets:read/write, billing:read, registry:read/publish, "
+            "webhooks:read/write.",
             show_default=False,
         ),
     ] = ",".join(LOGIN_SCOPES),

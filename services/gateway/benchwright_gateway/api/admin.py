@@ -16,6 +16,7 @@ from benchwright_shared.contracts import RebuildProjection, RebuildResult
 PROJECTION_OWNERS = {
     "runs": "gateway",
     "run_summaries": "registry",
+    "catalog": "registry",
     "ledger": "billing",
     "phase_cells": "orchestrator",
 }

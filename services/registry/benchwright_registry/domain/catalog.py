@@ -1,4 +1,4 @@
-"""Catalog entries and how a launch's names resolve to them. No I/O here."""
+"""The built-in catalog's entries and how a launch's names resolve to them. No I/O here."""
 
 import json
 from dataclasses import dataclass, field
@@ -146,11 +146,15 @@ class Catalog:
         self.subsets = {s.subset_id: s for b in benchmarks for s in b.subsets}
         self.impls = {i.impl_id: i for s in self.subsets.values() for i in s.impls}
 
+    def find(self, benchmark: str) -> Benchmark | None:
+        """A benchmark by catalog id, then by exact (case-insensitive) name or alias."""
+        return self.benchmarks.get(benchmark) or self._by_name.get(_name_key(benchmark))
+
     def resolve(
         self, benchmark: str, subset: str | None = None, impl: str | None = None
     ) -> tuple[Benchmark, Subset, Impl | None]:
         """Catalog id first, then exact (case-insensitive) name or alias."""
-        found = self.benchmarks.get(benchmark) or self._by_name.get(_name_key(benchmark))
+        found = self.find(benchmark)
         if found is None:
             raise ResolutionError(
                 404,

