@@ -11,7 +11,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from benchwright.resources.webhooks import WebhookSignatureError, construct_event
-from benchwright_gateway.webhooks.crypto import KEY_FILE, Sealer, SealError
+from benchwright_gateway.webhooks.crypto import KEY_FILE, SealError, WebhooksSealer
 from benchwright_gateway.webhooks.domain import (
     FAILED,
     PENDING,
@@ -187,19 +187,19 @@ def test_an_endpoint_hears_only_what_it_wants_after_it_was_made() -> None:
 
 
 def test_the_sealer_keeps_its_key_private_and_refuses_a_stranger(tmp_path: Path) -> None:
-    sealer = Sealer.from_config(None, tmp_path)
+    sealer = WebhooksSealer.from_config(None, tmp_path)
     key_file = tmp_path / KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     sealed = sealer.seal(SECRET)
     assert SECRET not in sealed and sealer.open(sealed) == SECRET
     # The same directory gives the same key; another key opens nothing.
-    assert Sealer.from_config(None, tmp_path).open(sealed) == SECRET
+    assert WebhooksSealer.from_config(None, tmp_path).open(sealed) == SECRET
     with pytest.raises(SealError):
-        Sealer(Fernet.generate_key()).open(sealed)
+        WebhooksSealer(Fernet.generate_key()).open(sealed)
     configured = Fernet.generate_key().decode()
     assert (
-        Sealer.from_config(configured, tmp_path / "unused").open(
-            Sealer(configured.encode()).seal("x")
+        WebhooksSealer.from_config(configured, tmp_path / "unused").open(
+            WebhooksSealer(configured.encode()).seal("x")
         )
         == "x"
     )

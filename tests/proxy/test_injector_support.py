@@ -31,7 +31,7 @@ from benchwright_proxy.application import ProxyApplication
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.injector.wiring import ServicePorts
 from benchwright_proxy.vault.application import VaultApplication
-from benchwright_proxy.vault.crypto import Sealer
+from benchwright_proxy.vault.crypto import VaultSealer
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.contracts.vault import HostRule, PutSecret, SecretRule, UpdateHostPolicy
 from benchwright_shared.settings import Settings
@@ -169,7 +169,7 @@ class Platform:
         self.bindings = ProxyApplication(env=eventsourcing_env(settings, "proxy"))
         self.bindings_store = BlockingStore("test-proxy")
         self.vault = VaultApplication(
-            Sealer.from_config(None, settings.service_dir("proxy")),
+            VaultSealer.from_config(None, settings.service_dir("proxy")),
             env=eventsourcing_env(settings, "proxy", part="vault"),
         )
         self.vault_store = BlockingStore("test-vault")

@@ -7,7 +7,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from benchwright_proxy.vault.application import VaultApplication
-from benchwright_proxy.vault.crypto import KEY_FILE, Sealer, VaultKeyError
+from benchwright_proxy.vault.crypto import KEY_FILE, VaultKeyError, VaultSealer
 from benchwright_proxy.vault.domain import HostPolicy, Secret, VaultError, host_matches
 from benchwright_shared.contracts.vault import HostRule, PutSecret, SecretRule, UpdateHostPolicy
 from benchwright_shared.settings import Settings
@@ -18,7 +18,7 @@ VALUE = "sk-or-v1-0123456789abcdef"
 
 def vault(tmp_path: Path) -> VaultApplication:
     settings = Settings(data_dir=tmp_path)
-    sealer = Sealer.from_config(None, settings.service_dir("proxy"))
+    sealer = VaultSealer.from_config(None, settings.service_dir("proxy"))
     return VaultApplication(sealer, env=eventsourcing_env(settings, "proxy", part="vault"))
 
 
@@ -41,7 +41,7 @@ def test_values_are_sealed_at_rest_and_never_shown(tmp_path: Path) -> None:
     sealed = v.repository.get(Secret.create_id("a", "openrouter")).versions[1]
     v.close()
     with pytest.raises(VaultKeyError):
-        Sealer(Fernet.generate_key()).open(sealed)
+        VaultSealer(Fernet.generate_key()).open(sealed)
 
 
 def test_a_rotation_gives_new_runs_the_new_value_and_old_runs_the_old(tmp_path: Path) -> None:

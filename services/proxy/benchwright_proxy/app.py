@@ -14,7 +14,7 @@ from benchwright_proxy.service import ProxyRuntime
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.vault import handlers as vault_handlers
 from benchwright_proxy.vault.application import VaultApplication
-from benchwright_proxy.vault.crypto import Sealer
+from benchwright_proxy.vault.crypto import VaultSealer
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
@@ -36,7 +36,7 @@ class ProxyService:
         # The vault keeps its own store (and key) beside the bindings.
         self.vault_store = BlockingStore(f"{self.name}-vault")
         self.vault = VaultApplication(
-            Sealer.from_config(self.settings.vault_key, self.settings.service_dir(self.name)),
+            VaultSealer.from_config(self.settings.vault_key, self.settings.service_dir(self.name)),
             env=eventsourcing_env(self.settings, self.name, part="vault"),
         )
         vault_handlers.register(self.router, self.vault, self.vault_store)

@@ -38,7 +38,7 @@ from benchwright_gateway.api import lookup
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.render import render_run
 from benchwright_gateway.webhooks.application import Job, Outcome, WebhooksApplication
-from benchwright_gateway.webhooks.crypto import Sealer
+from benchwright_gateway.webhooks.crypto import WebhooksSealer
 from benchwright_gateway.webhooks.domain import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -151,7 +151,7 @@ class Webhooks:
         self.blocking = BlockingStore("gateway-webhooks")
         self.app = WebhooksApplication(
             eventsourcing_env(settings, "gateway", part="webhooks"),
-            sealer=Sealer.from_config(self.settings.key, settings.service_dir("gateway")),
+            sealer=WebhooksSealer.from_config(self.settings.key, settings.service_dir("gateway")),
             settings=self.settings,
         )
         # Who holds a claim: this process, and no earlier life of it.
