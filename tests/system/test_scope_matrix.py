@@ -110,6 +110,14 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("GET", "/v1/runs/{run_id}/blocked-hosts"): Entry(
         "runs:read", "/v1/runs/{run}/blocked-hosts", owned=True
     ),
+    # Account settings.
+    ("GET", "/v1/settings"): Entry("settings:read", "/v1/settings"),
+    ("GET", "/v1/settings/schema"): Entry("settings:read", "/v1/settings/schema"),
+    ("GET", "/v1/settings/{key}"): Entry("settings:read", "/v1/settings/default_compute"),
+    ("PUT", "/v1/settings/{key}"): Entry(
+        "settings:write", "/v1/settings/default_compute", {"value": "default"}
+    ),
+    ("DELETE", "/v1/settings/{key}"): Entry("settings:write", "/v1/settings/default_compute"),
     # Billing.
     ("GET", "/v1/billing/balance"): Entry("billing:read", "/v1/billing/balance"),
     ("PATCH", "/v1/billing/controls"): Entry(

@@ -16,6 +16,7 @@ from faststream.nats import NatsBroker, NatsRouter
 from benchwright_gateway.api import access, admin, artifacts, errors, launch, registry, runs
 from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import secrets as secrets_api
+from benchwright_gateway.api import settings as settings_api
 from benchwright_gateway.api import webhooks as webhooks_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
@@ -70,6 +71,7 @@ class GatewayService:
         http.include_router(secrets_api.build_router(self.ctx, principal))
         http.include_router(billing_api.build_router(self.ctx, principal))
         http.include_router(artifacts.build_router(self.ctx, principal))
+        http.include_router(settings_api.build_router(self.ctx, principal))
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))

@@ -6,6 +6,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
@@ -15,6 +16,7 @@ from benchwright_gateway.domain import (
     SESSION_PREFIX,
     SESSION_TTL_S,
     AccessToken,
+    AccountSettings,
     IdempotencyRecord,
     Login,
     Session,
@@ -157,6 +159,27 @@ class GatewayApplication(Application[uuid.UUID]):
         """The account of a valid PAT (used at start-up to keep the saved admin token)."""
         caller = self.verify(token)
         return caller.account if caller and caller.kind == "pat" else None
+
+    # -- account settings ---------------------------------------------------------------
+    def account_settings(self, account: str) -> AccountSettings:
+        try:
+            found: AccountSettings = self.repository.get(AccountSettings.create_id(account))
+        except AggregateNotFoundError:
+            return AccountSettings(account)
+        return found
+
+    def put_setting(self, account: str, key: str, value: Any | None) -> AccountSettings:
+        """Set ``key`` (already checked against the schema), or clear it with None."""
+        held = self.account_settings(account)
+        now = datetime.now(UTC).isoformat()
+        if value is None:
+            if key not in held.values:
+                return held
+            held.clear(key, now)
+        else:
+            held.set(key, value, now)
+        self.save(held)
+        return held
 
     # -- idempotency ------------------------------------------------------------------
     def remember_launch(

@@ -22,6 +22,8 @@ ALL_SCOPES = (
     "registry:publish",
     "webhooks:read",
     "webhooks:write",
+    "settings:read",
+    "settings:write",
     "admin",
 )
 
@@ -153,6 +155,30 @@ class IdempotencyRecord(Aggregate):
         self.key = key
         self.body_sha256 = body_sha256
         self.run_id = run_id
+
+
+class AccountSettings(Aggregate):
+    """An account's settings: values the API has checked against its schema."""
+
+    @staticmethod
+    def create_id(account: str) -> uuid.UUID:
+        return stable_uuid("settings", account)
+
+    @event("SettingsOpened")
+    def __init__(self, account: str) -> None:
+        self.account = account
+        self.values: dict[str, Any] = {}
+        self.updated: dict[str, str] = {}
+
+    @event("SettingSet")
+    def set(self, key: str, value: Any, at: str) -> None:
+        self.values[key] = value
+        self.updated[key] = at
+
+    @event("SettingCleared")
+    def clear(self, key: str, at: str) -> None:
+        self.values.pop(key, None)
+        self.updated.pop(key, None)
 
 
 def body_fingerprint(body: dict[str, Any]) -> str:

@@ -44,6 +44,8 @@ LOGIN_SCOPES = (
     "registry:publish",
     "webhooks:read",
     "webhooks:write",
+    "settings:read",
+    "settings:write",
 )
 
 token_app = typer.Typer(
@@ -129,7 +131,7 @@ def login(
         typer.Option(
             help="Scopes of the token, comma- or space-separated. Default: runs:read/write, "
             "artifacts:read, secrets:read/write, billing:read, registry:read/publish, "
-            "webhooks:read/write.",
+            "webhooks:read/write, settings:read/write.",
             show_default=False,
         ),
     ] = ",".join(LOGIN_SCOPES),

@@ -22,6 +22,7 @@ from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
 from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
 from benchwright_gateway.api.render import run_etag
+from benchwright_gateway.api.settings import account_defaults
 from benchwright_gateway.domain import body_fingerprint
 from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
@@ -148,6 +149,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             raise ProblemError(400, "a pinned launch needs 'sut'", field="sut")
 
         async def start(run_id: str) -> LaunchRun:
+            # The account's defaults fill what the body leaves out; a replay keeps
+            # its parent's choices instead.
+            defaults = {} if body.replay else await account_defaults(ctx, caller.account)
             common: dict[str, Any] = {
                 "command_id": f"launch:{run_id}",
                 "run_id": run_id,
@@ -158,9 +162,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 "metadata": body.metadata.model_dump(exclude_none=True),
                 "idempotency_key": idempotency_key,
                 "requested_at": datetime.now(UTC),
-                "driver": body.driver,
-                "compute": body.compute,
-                "limits": body.ceilings(),
+                "driver": body.driver or defaults.get("default_driver"),
+                "compute": body.compute or defaults.get("default_compute"),
+                "limits": body.ceilings() or defaults.get("default_limits") or {},
             }
             if body.request is not None:
                 return LaunchRun(mode="natural_language", request=body.request, **common)
