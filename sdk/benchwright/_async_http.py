@@ -14,6 +14,7 @@ from ._errors import error_from_response
 from ._http import (
     STREAM_TIMEOUT,
     BaseHTTP,
+    Call,
     Params,
     clean_params,
     connection_error,
@@ -82,6 +83,10 @@ class AsyncHTTP(BaseHTTP):
                 attempt += 1
                 continue
             raise error_from_response(response)
+
+    async def send[T](self, call: Call[T]) -> T:
+        """Send a prepared :class:`~benchwright._http.Call` and parse its answer."""
+        return call.parse(await self.request(call.method, call.path, **call.options()))
 
     async def sse(
         self,

@@ -23,8 +23,11 @@ __all__ = [
     "ConflictError",
     "InternalServerError",
     "NotFoundError",
+    "PaymentRequiredError",
     "PermissionDeniedError",
+    "PreconditionFailedError",
     "RateLimitError",
+    "UnprocessableEntityError",
     "WaitTimeoutError",
     "error_from_response",
 ]
@@ -118,6 +121,13 @@ class APIStatusError(BenchwrightError):
         return None if code is None else str(code)
 
     @property
+    def errors(self) -> list[dict[str, Any]]:
+        """Every field a validation problem found at fault, ``{field, message}`` each
+        (``field`` and ``detail`` describe the first)."""
+        found = self.problem.get("errors")
+        return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+    @property
     def type(self) -> str:
         """The problem type URI (``about:blank`` when absent, per RFC 9457)."""
         return str(self.problem.get("type") or "about:blank")
@@ -132,15 +142,29 @@ class APIStatusError(BenchwrightError):
 
 
 class BadRequestError(APIStatusError):
-    """400 or 422: the request was malformed or failed validation (see ``.field``)."""
+    """400 or 422: the request was malformed or failed validation (see ``.field``).
+
+    ``code`` ``invalid_argument`` names the field at fault, e.g. ``runs.update`` with
+    only ``metadata=``, or an unknown ``expand``/``fields`` name on ``runs.get``.
+    """
+
+
+class UnprocessableEntityError(BadRequestError):
+    """422: well-formed, but the server cannot act on it (a :class:`BadRequestError`)."""
 
 
 class AuthenticationError(APIStatusError):
-    """401: the token is missing, malformed, expired or revoked."""
+    """401: the token is missing, malformed, expired or revoked, or a login failed."""
+
+
+class PaymentRequiredError(APIStatusError):
+    """402: the account cannot pay for this, e.g. a launch below the balance floor
+    (``code`` ``insufficient_balance``): top up with ``bw.billing.topups.create``."""
 
 
 class PermissionDeniedError(APIStatusError):
-    """403: the token lacks a scope the endpoint needs."""
+    """403: the credential lacks a scope the endpoint needs (``missing_scope``), or the
+    call wants a login session rather than a token (``session_required``)."""
 
 
 class NotFoundError(APIStatusError):
@@ -148,7 +172,14 @@ class NotFoundError(APIStatusError):
 
 
 class ConflictError(APIStatusError):
-    """409: the request conflicts with current state (e.g. an idempotency-key reuse)."""
+    """409: the request conflicts with current state. ``code`` says which: e.g.
+    ``idempotency_key_reused`` (the key went with a different body), ``subset_frozen``,
+    ``run_finished``, ``not_paused``, or a delete refused while public runs refer to it."""
+
+
+class PreconditionFailedError(APIStatusError):
+    """412: an ``If-Match`` did not hold: the thing changed since you read it
+    (``runs.update(if_match=run.etag)``). Read it again and decide anew."""
 
 
 class RateLimitError(APIStatusError):
@@ -156,16 +187,18 @@ class RateLimitError(APIStatusError):
 
 
 class InternalServerError(APIStatusError):
-    """5xx: the server failed; the SDK already retried before raising this."""
+    """5xx: the server failed; a request safe to repeat was already retried."""
 
 
 _BY_STATUS: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
     401: AuthenticationError,
+    402: PaymentRequiredError,
     403: PermissionDeniedError,
     404: NotFoundError,
     409: ConflictError,
-    422: BadRequestError,
+    412: PreconditionFailedError,
+    422: UnprocessableEntityError,
     429: RateLimitError,
 }
 

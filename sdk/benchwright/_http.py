@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "STREAM_TIMEOUT",
     "BaseHTTP",
+    "Call",
     "SyncHTTP",
     "base_headers",
     "clean_params",
@@ -37,13 +39,48 @@ STREAM_TIMEOUT = httpx.Timeout(60.0, connect=10.0, read=120.0)
 Params = Mapping[str, str | int | float | bool | None]
 
 
+def _identity(data: Any) -> Any:
+    return data
+
+
+@dataclass(frozen=True)
+class Call[T]:
+    """One API request and how to read its answer, built once for both clients.
+
+    The resources build a ``Call`` from their arguments; ``SyncHTTP.send`` and
+    ``AsyncHTTP.send`` only send it, so the sync and async halves of a resource
+    cannot drift apart. ``parse`` turns the decoded body into the method's result.
+    """
+
+    method: str
+    path: str
+    parse: Callable[[Any], T] = _identity
+    params: Params | None = None
+    json: Any = None
+    headers: Mapping[str, str] | None = None
+    retry_safe: bool | None = None
+    raw: bool = False
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``request`` this call sets."""
+        return {
+            "params": self.params,
+            "json": self.json,
+            "headers": self.headers,
+            "retry_safe": self.retry_safe,
+            "raw": self.raw,
+        }
+
+
 def base_headers(config: ClientConfig) -> dict[str, str]:
-    """Headers every request carries."""
-    return {
-        "Authorization": f"Bearer {config.api_key}",
+    """Headers every request carries (no ``Authorization`` before a login has a token)."""
+    headers = {
         "User-Agent": f"benchwright-python/{__version__}",
         "Accept": "application/json",
     }
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    return headers
 
 
 def connection_error(exc: httpx.TransportError, url: str) -> APIConnectionError:
@@ -186,6 +223,10 @@ class SyncHTTP(BaseHTTP):
                 attempt += 1
                 continue
             raise error_from_response(response)
+
+    def send[T](self, call: Call[T]) -> T:
+        """Send a prepared :class:`Call` and parse its answer."""
+        return call.parse(self.request(call.method, call.path, **call.options()))
 
     def sse(
         self,

@@ -10,7 +10,14 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    PrivateAttr,
+    field_validator,
+)
 from pydantic_core import CoreSchema, core_schema
 
 __all__ = [
@@ -96,16 +103,17 @@ class SutRef(_Model):
 
 
 class BenchmarkRef(_Model):
-    """The benchmark a run was launched against."""
+    """The benchmark a run was launched against (None until a natural-language
+    launch has found it)."""
 
-    id: str
+    id: str | None = None
     name: str | None = None
 
 
 class SubsetRef(_Model):
-    """The benchmark subset a run was launched against."""
+    """The benchmark subset a run was launched against (None until resolved)."""
 
-    id: str
+    id: str | None = None
     slug: str | None = None
 
 
@@ -120,11 +128,19 @@ class RunLinks(_Model):
 
 
 class Run(_Model):
-    """One pipeline execution, as projected from its event log."""
+    """One pipeline execution, as projected from its event log.
+
+    ``runs.get(run_id, fields=[...])`` answers only the named fields (plus ``id`` and
+    ``object``): the others keep their defaults here, mostly ``None``, and
+    ``run.model_fields_set`` says which ones the server sent. ``expand=[...]`` adds
+    the expansions at the bottom (``tasks_summary``, ``artifacts``, ``recent_events``,
+    ``blocked_hosts``), which are ``None`` unless asked for.
+    """
 
     id: str
     object: str = "run"
-    status: str
+    # ``running``, ``ok`` or ``error``; None only when a ``fields=`` read left it out.
+    status: str | None = None
     display_status: str | None = None
     halted: bool = False
     halt_reason: str | None = None
@@ -136,7 +152,8 @@ class Run(_Model):
     mode: str | None = None
     request: str | None = None
     driver: str | None = None
-    visibility: str = "private"
+    # ``private``, ``unlisted`` or ``public``.
+    visibility: str | None = None
     # For ``runs.update(if_match=...)``: changes whenever the run's log grows.
     etag: str | None = None
     compute: str | None = None
@@ -149,14 +166,33 @@ class Run(_Model):
     limits: AttrDict | None = None
     created_at: datetime | None = None
     finished_at: datetime | None = None
+    # ``{"type": ..., "detail": ...}`` when the run ended in ``error``.
+    error: AttrDict | None = None
+    # Zero until billing has costed the run (or while it cannot be reached).
     cost: RunCost = Field(default_factory=RunCost)
+    # Filled when the run is terminal; ``expand=["tasks_summary"]`` is live.
     summary: AttrDict | None = None
     links: RunLinks = Field(default_factory=RunLinks)
+    # -- expansions (``runs.get(run_id, expand=[...])``) --
+    # The aggregate over every task so far, as ``runs.tasks(...).summary``.
+    tasks_summary: TaskSummary | None = None
+    # The latest artifact of each kind, as ``runs.artifacts(run_id)``.
+    artifacts: list[AttrDict] | None = None
+    # The last entries of the run's event log, oldest first.
+    recent_events: list[RunEvent] | None = None
+    # Hosts the run's sandboxes were refused, as ``runs.blocked_hosts(run_id)``.
+    blocked_hosts: list[AttrDict] | None = None
+
+    @field_validator("cost", "links", mode="before")
+    @classmethod
+    def _absent_is_empty(cls, value: Any) -> Any:
+        # The server sends ``cost: null`` while billing cannot be reached.
+        return {} if value is None else value
 
     @property
     def is_terminal(self) -> bool:
-        """Whether the run has stopped changing status."""
-        return self.status != "running"
+        """Whether the run has stopped changing status (``ok`` or ``error``)."""
+        return self.status is not None and self.status != "running"
 
 
 class DeletedRun(_Model):
@@ -286,3 +322,8 @@ class ProjectionRebuild(_Model):
     def unchanged(self) -> bool:
         """Whether the rebuilt projection is identical to the one it replaced."""
         return self.digest is not None and self.digest == self.before_digest
+
+
+# ``Run`` names models defined after it.
+Run.model_rebuild()
+RunList.model_rebuild()

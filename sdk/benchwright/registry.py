@@ -28,6 +28,7 @@ from pydantic import Field
 from ._async_http import AsyncHTTP
 from ._http import SyncHTTP
 from ._models import AttrDict, _Model
+from .build import AsyncBuild, Build
 from .resources._common import new_idempotency_key, parse, path_id
 
 __all__ = [
@@ -38,15 +39,23 @@ __all__ = [
     "Benchmark",
     "BenchmarkList",
     "Benchmarks",
+    "ComparisonRow",
     "Deleted",
     "Impl",
+    "ImplComparison",
     "Impls",
+    "Leaderboard",
+    "LeaderboardRow",
+    "RangeRun",
     "Registry",
+    "RegistryRun",
+    "RegistryRunList",
     "Snapshot",
     "Subset",
     "SubsetAppend",
     "SubsetTasks",
     "Subsets",
+    "TaskRange",
 ]
 
 # How many rows ``find`` scans, as the guide documents.
@@ -172,6 +181,125 @@ class Deleted(_Model):
     deleted: bool = True
 
 
+class RegistryRun(_Model):
+    """A finished run as the registry keys it: (benchmark, subset, impl) with the model as
+    its own column. ``subset_id`` is the snapshot the run pinned; ``mine`` says the run is
+    your own (others' runs are listed only when public)."""
+
+    run_id: str
+    object: str = "registry_run"
+    model: str
+    benchmark_id: str | None = None
+    subset_id: str | None = None
+    impl_id: str | None = None
+    status: str
+    mode: str | None = None
+    visibility: str = "private"
+    mine: bool = False
+    pass_rate: float | None = None
+    tasks: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    trials: AttrDict | None = None
+    fingerprint: str | None = None
+    derived_from: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def id(self) -> str:
+        """The run's id (``run_id``), for ``bw.runs.get(row.id)``."""
+        return self.run_id
+
+
+class RegistryRunList(_Model):
+    """One page of finished runs, newest first; pass ``next_page_token`` on for the next."""
+
+    object: str = "list"
+    data: list[RegistryRun] = Field(default_factory=list)
+    next_page_token: str | None = None
+
+
+class LeaderboardRow(_Model):
+    """One model's best public run on a subset. Equal pass rates share a ``rank``."""
+
+    rank: int
+    model: str
+    pass_rate: float
+    run_id: str
+    impl_id: str | None = None
+    subset_id: str | None = None
+    tasks: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    # How many public runs of this model the best was chosen from.
+    runs: int = 1
+    finished_at: datetime | None = None
+
+
+class Leaderboard(_Model):
+    """A subset's leaderboard: the best pass rate per model across its public runs, under
+    any of its impls (each row names the impl and snapshot its run used)."""
+
+    object: str = "leaderboard"
+    subset_id: str
+    benchmark_id: str | None = None
+    snapshot_ids: list[str] = Field(default_factory=list)
+    data: list[LeaderboardRow] = Field(default_factory=list)
+
+
+class ComparisonRow(_Model):
+    """One model's runs under one impl, subset snapshot and trials config: comparable."""
+
+    model: str
+    subset_id: str | None = None
+    trials: AttrDict | None = None
+    runs: int
+    best_pass_rate: float | None = None
+    mean_pass_rate: float | None = None
+    best_run_id: str
+    latest_run_id: str
+    tasks: int = 0
+    run_ids: list[str] = Field(default_factory=list)
+    latest_finished_at: datetime | None = None
+
+
+class ImplComparison(_Model):
+    """The runs that share an impl, side by side by model (``impls.compare``)."""
+
+    object: str = "impl_comparison"
+    impl_id: str
+    benchmark_id: str | None = None
+    data: list[ComparisonRow] = Field(default_factory=list)
+
+
+class RangeRun(RegistryRun):
+    """A run's results inside a task range: how many indices it covers, whether it has all
+    of them (``complete``), its counts there, and ``outcomes`` by index
+    (``"pass"``, ``"fail"``, ``"err"``)."""
+
+    covered: int = 0
+    complete: bool = False
+    range_passed: int = 0
+    range_failed: int = 0
+    range_errored: int = 0
+    range_pass_rate: float | None = None
+    outcomes: dict[str, str] = Field(default_factory=dict)
+
+
+class TaskRange(_Model):
+    """The runs of a benchmark with results for task indices ``start`` .. ``end - 1``."""
+
+    object: str = "task_range"
+    benchmark_id: str
+    start: int
+    end: int
+    data: list[RangeRun] = Field(default_factory=list)
+    next_page_token: str | None = None
+
+
 # -- request bodies ------------------------------------------------------------------------
 def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
@@ -250,6 +378,33 @@ def _best_match(name: str, page: BenchmarkList) -> Benchmark | None:
     partial = [b for b in page.data if wanted in b.name.lower()]
     found = exact or partial
     return found[0] if found else None
+
+
+def _runs_params(model: str | None, limit: int, page_token: str | None) -> dict[str, Any]:
+    return {"model": model, "limit": limit, "page_token": page_token}
+
+
+def _range_params(
+    start: int, end: int, subset: str | None, limit: int, page_token: str | None
+) -> dict[str, Any]:
+    return {
+        "start": start,
+        "end": end,
+        "subset": subset,
+        "limit": limit,
+        "page_token": page_token,
+    }
+
+
+def _from_run_body(
+    from_run: str, benchmark: str | None, subset: str | None, label: str, description: str
+) -> dict[str, Any]:
+    return {
+        "from_run": from_run,
+        "label": label,
+        "description": description,
+        **_present(benchmark=benchmark, subset=subset),
+    }
 
 
 # -- the synchronous client ------------------------------------------------------------------
@@ -362,6 +517,41 @@ class Subsets:
         """Remove a subset (owner only). A public run that pinned it makes this a 409."""
         return parse(Deleted, self._http.request("DELETE", f"/v1/subsets/{path_id(sub_id)}"))
 
+    def leaderboard(self, sub_id: str) -> Leaderboard:
+        """The best pass rate per model across the subset's public runs, under any of its
+        impls. Only public runs place, so a subset of a private benchmark has no rows.
+        A subset's own id covers every snapshot it has had; a snapshot id, that one."""
+        data = self._http.request("GET", f"/v1/subsets/{path_id(sub_id)}/leaderboard")
+        return parse(Leaderboard, data)
+
+    def runs(
+        self,
+        sub_id: str,
+        *,
+        model: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> RegistryRunList:
+        """Every finished run against the subset that you may see (your own, whatever
+        their visibility, and other accounts' public ones), newest first, one page.
+        ``model`` (``"<provider>/<model>"``) keeps one model's."""
+        data = self._http.request(
+            "GET",
+            f"/v1/subsets/{path_id(sub_id)}/runs",
+            params=_runs_params(model, limit, page_token),
+        )
+        return parse(RegistryRunList, data)
+
+    def iter_runs(self, sub_id: str, *, model: str | None = None) -> Iterator[RegistryRun]:
+        """Every run :meth:`runs` would list, following the page tokens."""
+        token: str | None = None
+        while True:
+            page = self.runs(sub_id, model=model, limit=100, page_token=token)
+            yield from page.data
+            token = page.next_page_token
+            if token is None:
+                return
+
 
 class Impls:
     """Scorers; reach it as ``bw.impls`` or ``bw.registry.impls``."""
@@ -420,6 +610,63 @@ class Impls:
     def delete(self, imp_id: str) -> Deleted:
         """Remove an impl (owner only). A public run scored by it makes this a 409."""
         return parse(Deleted, self._http.request("DELETE", f"/v1/impls/{path_id(imp_id)}"))
+
+    def create_from_run(
+        self,
+        from_run: str,
+        *,
+        benchmark: str | None = None,
+        subset: str | None = None,
+        label: str = "",
+        description: str = "",
+    ) -> Impl:
+        """Register the scorer one of your runs used (its Setup or Atomize code) as an impl
+        of ``subset`` (or ``benchmark``), both yours.
+
+        Content-addressed like :meth:`create`: the same code under the same benchmark is
+        the same impl, so this is safe to retry. Another account's run raises
+        :class:`~benchwright.NotFoundError`; a run that recorded no scorer yet,
+        :class:`~benchwright.ConflictError` (``no_scorer``).
+        """
+        body = _from_run_body(from_run, benchmark, subset, label, description)
+        data = self._http.request("POST", "/v1/impls/from_run", json=body, retry_safe=True)
+        return parse(Impl, data)
+
+    def runs(
+        self,
+        imp_id: str,
+        *,
+        model: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> RegistryRunList:
+        """Every finished run scored by this impl that you may see, newest first, one page.
+        Works for impls a pipeline wrote (never registered) too."""
+        data = self._http.request(
+            "GET",
+            f"/v1/impls/{path_id(imp_id)}/runs",
+            params=_runs_params(model, limit, page_token),
+        )
+        return parse(RegistryRunList, data)
+
+    def iter_runs(self, imp_id: str, *, model: str | None = None) -> Iterator[RegistryRun]:
+        """Every run :meth:`runs` would list, following the page tokens."""
+        token: str | None = None
+        while True:
+            page = self.runs(imp_id, model=model, limit=100, page_token=token)
+            yield from page.data
+            token = page.next_page_token
+            if token is None:
+                return
+
+    def compare(self, imp_id: str, *, subset: str | None = None) -> ImplComparison:
+        """The same-impl comparison view: the runs that share this impl, side by side by
+        model, one row per (subset snapshot, trials, model), so the rows of a group were
+        measured the same way. ``subset`` keeps one subset's runs."""
+        data = self._http.request(
+            "GET", f"/v1/impls/{path_id(imp_id)}/compare", params={"subset": subset}
+        )
+        return parse(ImplComparison, data)
 
 
 class Benchmarks:
@@ -511,6 +758,27 @@ class Benchmarks:
         """Remove a benchmark (owner only). A public run referencing it makes this a 409."""
         return parse(Deleted, self._http.request("DELETE", f"/v1/benchmarks/{path_id(bm_id)}"))
 
+    def range(
+        self,
+        bm_id: str,
+        start: int,
+        end: int,
+        *,
+        subset: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> TaskRange:
+        """The finished runs of the benchmark with results for task indices ``start`` ..
+        ``end - 1`` (like Python's ``range``; at most 1,000 indices), newest first, with
+        each run's outcomes there. Indices are row positions in the snapshot each run
+        pinned; ``subset`` keeps one subset's runs."""
+        data = self._http.request(
+            "GET",
+            f"/v1/benchmarks/{path_id(bm_id)}/range",
+            params=_range_params(start, end, subset, limit, page_token),
+        )
+        return parse(TaskRange, data)
+
 
 class Registry:
     """``bw.registry``: benchmarks, subsets and impls in one place."""
@@ -518,11 +786,14 @@ class Registry:
     benchmarks: Benchmarks
     subsets: Subsets
     impls: Impls
+    build: Build
 
     def __init__(self, http: SyncHTTP) -> None:
         self.subsets = Subsets(http)
         self.benchmarks = Benchmarks(http, self.subsets)
         self.impls = Impls(http)
+        # BUILT subsets: recipes and sample edits (``benchwright.build``).
+        self.build = Build(http)
 
 
 # -- the asynchronous client ------------------------------------------------------------------
@@ -623,6 +894,40 @@ class AsyncSubsets:
         data = await self._http.request("DELETE", f"/v1/subsets/{path_id(sub_id)}")
         return parse(Deleted, data)
 
+    async def leaderboard(self, sub_id: str) -> Leaderboard:
+        """See :meth:`Subsets.leaderboard`."""
+        data = await self._http.request("GET", f"/v1/subsets/{path_id(sub_id)}/leaderboard")
+        return parse(Leaderboard, data)
+
+    async def runs(
+        self,
+        sub_id: str,
+        *,
+        model: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> RegistryRunList:
+        """See :meth:`Subsets.runs`."""
+        data = await self._http.request(
+            "GET",
+            f"/v1/subsets/{path_id(sub_id)}/runs",
+            params=_runs_params(model, limit, page_token),
+        )
+        return parse(RegistryRunList, data)
+
+    async def iter_runs(
+        self, sub_id: str, *, model: str | None = None
+    ) -> AsyncIterator[RegistryRun]:
+        """See :meth:`Subsets.iter_runs`."""
+        token: str | None = None
+        while True:
+            page = await self.runs(sub_id, model=model, limit=100, page_token=token)
+            for run in page.data:
+                yield run
+            token = page.next_page_token
+            if token is None:
+                return
+
 
 class AsyncImpls:
     """The async twin of :class:`Impls`."""
@@ -680,6 +985,56 @@ class AsyncImpls:
         """See :meth:`Impls.delete`."""
         data = await self._http.request("DELETE", f"/v1/impls/{path_id(imp_id)}")
         return parse(Deleted, data)
+
+    async def create_from_run(
+        self,
+        from_run: str,
+        *,
+        benchmark: str | None = None,
+        subset: str | None = None,
+        label: str = "",
+        description: str = "",
+    ) -> Impl:
+        """See :meth:`Impls.create_from_run`."""
+        body = _from_run_body(from_run, benchmark, subset, label, description)
+        data = await self._http.request("POST", "/v1/impls/from_run", json=body, retry_safe=True)
+        return parse(Impl, data)
+
+    async def runs(
+        self,
+        imp_id: str,
+        *,
+        model: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> RegistryRunList:
+        """See :meth:`Impls.runs`."""
+        data = await self._http.request(
+            "GET",
+            f"/v1/impls/{path_id(imp_id)}/runs",
+            params=_runs_params(model, limit, page_token),
+        )
+        return parse(RegistryRunList, data)
+
+    async def iter_runs(
+        self, imp_id: str, *, model: str | None = None
+    ) -> AsyncIterator[RegistryRun]:
+        """See :meth:`Impls.iter_runs`."""
+        token: str | None = None
+        while True:
+            page = await self.runs(imp_id, model=model, limit=100, page_token=token)
+            for run in page.data:
+                yield run
+            token = page.next_page_token
+            if token is None:
+                return
+
+    async def compare(self, imp_id: str, *, subset: str | None = None) -> ImplComparison:
+        """See :meth:`Impls.compare`."""
+        data = await self._http.request(
+            "GET", f"/v1/impls/{path_id(imp_id)}/compare", params={"subset": subset}
+        )
+        return parse(ImplComparison, data)
 
 
 class AsyncBenchmarks:
@@ -766,6 +1121,24 @@ class AsyncBenchmarks:
         data = await self._http.request("DELETE", f"/v1/benchmarks/{path_id(bm_id)}")
         return parse(Deleted, data)
 
+    async def range(
+        self,
+        bm_id: str,
+        start: int,
+        end: int,
+        *,
+        subset: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> TaskRange:
+        """See :meth:`Benchmarks.range`."""
+        data = await self._http.request(
+            "GET",
+            f"/v1/benchmarks/{path_id(bm_id)}/range",
+            params=_range_params(start, end, subset, limit, page_token),
+        )
+        return parse(TaskRange, data)
+
 
 class AsyncRegistry:
     """``AsyncBenchwright().registry``: the async twin of :class:`Registry`."""
@@ -773,8 +1146,10 @@ class AsyncRegistry:
     benchmarks: AsyncBenchmarks
     subsets: AsyncSubsets
     impls: AsyncImpls
+    build: AsyncBuild
 
     def __init__(self, http: AsyncHTTP) -> None:
         self.subsets = AsyncSubsets(http)
         self.benchmarks = AsyncBenchmarks(http, self.subsets)
         self.impls = AsyncImpls(http)
+        self.build = AsyncBuild(http)

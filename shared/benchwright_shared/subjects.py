@@ -93,6 +93,12 @@ CREATE_IMPL: Final = "bw.q.registry.impls.create.v1"
 UPDATE_IMPL: Final = "bw.q.registry.impls.update.v1"
 READ_IMPL: Final = "bw.q.registry.impls.read.v1"
 DELETE_IMPL: Final = "bw.q.registry.impls.delete.v1"
+# BUILT subsets (decision 0020): the recipe a generated task_impl.py carries, and
+# sample edits that fork a new subset.
+CREATE_BUILT_SUBSET: Final = "bw.q.registry.build.subsets.create.v1"
+READ_RECIPE: Final = "bw.q.registry.build.recipe.read.v1"
+UPDATE_RECIPE: Final = "bw.q.registry.build.recipe.update.v1"
+UPDATE_SAMPLES: Final = "bw.q.registry.build.samples.update.v1"
 
 # Billing (request/reply): balances, controls, top-ups, transactions, exports.
 READ_BALANCE: Final = "bw.q.billing.balance.read.v1"
@@ -102,3 +108,12 @@ READ_TOPUP: Final = "bw.q.billing.topups.read.v1"
 LIST_TRANSACTIONS: Final = "bw.q.billing.transactions.list.v1"
 READ_USAGE_TREND: Final = "bw.q.billing.usage_trend.v1"
 EXPORT_BILLING: Final = "bw.q.billing.export.v1"
+
+# Registry reads over runs (request/reply): leaderboards, listings, comparisons,
+# task ranges, impls frozen from a run, and the phase-cache index the orchestrator asks.
+READ_LEADERBOARD: Final = "bw.q.registry.subsets.leaderboard.v1"
+LIST_REGISTRY_RUNS: Final = "bw.q.registry.runs.list.v1"
+COMPARE_IMPL: Final = "bw.q.registry.impls.compare.v1"
+READ_TASK_RANGE: Final = "bw.q.registry.benchmarks.range.v1"
+CREATE_IMPL_FROM_RUN: Final = "bw.q.registry.impls.from_run.v1"
+FIND_PHASE_CELL: Final = "bw.q.registry.phase_cell.v1"

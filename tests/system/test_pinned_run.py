@@ -196,7 +196,7 @@ async def test_projection_rebuild_matches_live_view(
     # Let the registry and billing projections catch up: sandbox and usage events
     # are relayed after commit (the relay polls each second as a fallback).
     await asyncio.sleep(2.0)
-    for projection in ("runs", "run_summaries", "ledger"):
+    for projection in ("runs", "run_summaries", "phase_cells", "ledger"):
         result = (await client.post(f"/v1/admin/projections/{projection}/rebuild")).json()
         assert result["applied"] > 0, result
         assert result["digest"] == result["before_digest"], projection

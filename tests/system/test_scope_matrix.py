@@ -262,6 +262,51 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("DELETE", "/v1/impls/{impl_id}"): Entry(
         "registry:publish", "/v1/impls/{impl}", owned=True, destructive=True
     ),
+    # The registry's reads over runs, and impls frozen from a run.
+    ("GET", "/v1/subsets/{subset_id}/leaderboard"): Entry(
+        "registry:read", "/v1/subsets/{sub}/leaderboard", owned=True
+    ),
+    ("GET", "/v1/subsets/{subset_id}/runs"): Entry(
+        "registry:read", "/v1/subsets/{sub}/runs", owned=True
+    ),
+    ("GET", "/v1/impls/{impl_id}/runs"): Entry(
+        "registry:read", "/v1/impls/{impl}/runs", owned=True
+    ),
+    ("GET", "/v1/impls/{impl_id}/compare"): Entry(
+        "registry:read", "/v1/impls/{impl}/compare", owned=True
+    ),
+    ("GET", "/v1/benchmarks/{benchmark_id}/range"): Entry(
+        "registry:read", "/v1/benchmarks/{bm}/range?start=0&end=5", owned=True
+    ),
+    ("POST", "/v1/impls/from_run"): Entry(
+        "registry:publish",
+        "/v1/impls/from_run",
+        {"from_run": "{run}", "subset": "{sub}"},
+        owned=True,
+    ),
+    # BUILT subsets: {built} is A's slug, which names nothing in another account.
+    ("POST", "/v1/build/subsets"): Entry(
+        "registry:publish",
+        "/v1/build/subsets",
+        {"benchmark": "{bm}", "slug": "{fresh}", "tasks": [{"task_id": "t1"}]},
+        owned=True,
+    ),
+    ("GET", "/v1/build/subsets/{subset}/recipe"): Entry(
+        "registry:read", "/v1/build/subsets/{built}/recipe", owned=True
+    ),
+    ("PATCH", "/v1/build/subsets/{subset}/recipe"): Entry(
+        "registry:publish",
+        "/v1/build/subsets/{built}/recipe",
+        {"config": {"temperature": 0.5}, "note": "probed"},
+        owned=True,
+    ),
+    ("PATCH", "/v1/build/subsets/{subset}/samples"): Entry(
+        "registry:publish",
+        "/v1/build/subsets/{built}/samples",
+        {"upsert": [{"task_id": "{fresh}"}], "note": "probed"},
+        owned=True,
+        destructive=True,
+    ),
 }
 
 ROUTE_IDS = [f"{method} {path}" for method, path in MATRIX]
@@ -451,6 +496,12 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             headers=as_(alice),
         )
         assert impl.status_code == 201, impl.text
+        built = await client.post(
+            "/v1/build/subsets",
+            json={"benchmark": bm_id, "slug": "matrix-built", "tasks": [{"task_id": "t0"}]},
+            headers=as_(alice),
+        )
+        assert built.status_code == 201, built.text
         missing_bm = f"bm_{uuid.uuid4()}"
 
         real = {
@@ -466,6 +517,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "webhook": str(hook.json()["id"]),
             "delivery": str(sent.json()["id"]),
             "topup": str(topup.json()["id"]),
+            "built": "matrix-built",
         }
         missing = {
             "impl": f"{missing_bm}:{'0' * 12}",
@@ -479,6 +531,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "webhook": "whk_" + "0" * 24,
             "delivery": "whd_" + "0" * 24,
             "topup": "top_" + "0" * (len(real["topup"]) - 4),
+            "built": "matrix-bxilt",
         }
         assert all(len(real[k]) == len(missing[k]) for k in real)
         yield World(

@@ -1,4 +1,8 @@
-"""``AsyncBenchwright().runs``: the async twin of :mod:`benchwright.resources.runs`."""
+"""``AsyncBenchwright().runs``: the async twin of :mod:`benchwright.resources.runs`.
+
+Both build their requests with :class:`~benchwright.resources._common.RunCalls`;
+this one awaits them.
+"""
 
 from __future__ import annotations
 
@@ -19,28 +23,15 @@ from .._models import (
     TaskPayload,
     TaskRow,
 )
-from ._common import (
-    StreamCursor,
-    WaitClock,
-    fork_body,
-    halt_body,
-    if_match_header,
-    launch_body,
-    list_params,
-    new_idempotency_key,
-    parse,
-    parse_dict,
-    parse_sse_event,
-    path_id,
-    types_param,
-    update_body,
-)
+from ._common import RunCalls, StreamCursor, WaitClock, parse_sse_event, run_path
 
 __all__ = ["AsyncRuns"]
 
 
 class AsyncRuns:
-    """Operations on runs; every method is a coroutine (``stream`` an async iterator)."""
+    """Operations on runs; every method is a coroutine (``stream`` and ``iter_tasks``
+    are async iterators). Each behaves as its namesake on
+    :class:`~benchwright.resources.runs.Runs`."""
 
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
@@ -66,46 +57,26 @@ class AsyncRuns:
         phase_models: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> Run:
-        """Launch a run; see :meth:`benchwright.resources.runs.Runs.launch`."""
-        body = launch_body(
-            benchmark=benchmark,
-            subset=subset,
-            impl=impl,
-            sut=sut,
-            metadata=metadata,
-            extra={
-                "request": request,
-                "replay": replay,
-                "driver": driver,
-                "harness": harness,
-                "compute": compute,
-                "limits": limits,
-                "trials": trials,
-                "constraints": constraints,
-                "hints": hints,
-                "phase_models": phase_models,
-                **extra,
-            },
-        )
-        key = idempotency_key or new_idempotency_key()
-        data = await self._http.request(
-            "POST", "/v1/runs", json=body, headers={"Idempotency-Key": key}
-        )
-        return parse(Run, data)
+        """Launch a run (natural language, pinned, or a replay); see ``Runs.launch``.
+        A generated idempotency key keeps the SDK's retries from launching twice."""
+        return await self._http.send(RunCalls.launch(locals()))
 
-    async def get(self, run_id: str) -> Run:
-        """Fetch one run."""
-        return parse(Run, await self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+    async def get(
+        self,
+        run_id: str,
+        expand: str | Iterable[str] | None = None,
+        fields: str | Iterable[str] | None = None,
+    ) -> Run:
+        """Fetch one run, with ``expand``-ed extras or only some ``fields``; see ``Runs.get``."""
+        return await self._http.send(RunCalls.get(run_id, expand, fields))
 
     async def halt(self, run_id: str, reason: str | None = None, *, pause: bool = False) -> Run:
-        """Stop a run (or, with ``pause=True``, park it for :meth:`resume`)."""
-        path = f"/v1/runs/{path_id(run_id)}/halt"
-        return parse(Run, await self._http.request("POST", path, json=halt_body(reason, pause)))
+        """STOP a run (or, with ``pause=True``, park it for :meth:`resume`)."""
+        return await self._http.send(RunCalls.halt(run_id, reason, pause))
 
     async def resume(self, run_id: str) -> Run:
         """Carry on a paused run. Any other halt raises a 409 ``not_paused`` error."""
-        path = f"/v1/runs/{path_id(run_id)}/resume"
-        return parse(Run, await self._http.request("POST", path))
+        return await self._http.send(RunCalls.resume(run_id))
 
     async def fork(
         self,
@@ -119,11 +90,8 @@ class AsyncRuns:
         idempotency_key: str | None = None,
     ) -> Run:
         """Rewind ``run_id`` to ``from_phase`` and carry on with ``description`` as guidance."""
-        body = fork_body(description, from_phase, sut, driver, limits)
-        key = idempotency_key or new_idempotency_key()
-        path = f"/v1/runs/{path_id(run_id)}/fork"
-        data = await self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
-        return parse(Run, data)
+        call = RunCalls.fork(run_id, description, from_phase, sut, driver, limits, idempotency_key)
+        return await self._http.send(call)
 
     async def update(
         self,
@@ -135,21 +103,24 @@ class AsyncRuns:
         if_match: str | None = None,
     ) -> Run:
         """Change a run's ``visibility`` or answer its review; see ``Runs.update``."""
-        path = f"/v1/runs/{path_id(run_id)}"
-        body = update_body(visibility, review_resolution, metadata)
-        found = await self._http.request(
-            "PATCH", path, json=body, headers=if_match_header(if_match), retry_safe=True
-        )
-        return parse(Run, found)
+        call = RunCalls.update(run_id, visibility, review_resolution, metadata, if_match)
+        return await self._http.send(call)
 
     async def publish(self, run_id: str, visibility: str = "public") -> Run:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
         return await self.update(run_id, visibility=visibility)
 
+    async def fingerprint(self, run_id: str) -> AttrDict:
+        """How the run's fingerprint was derived: its records, rules, and a recomputation."""
+        return await self._http.send(RunCalls.fingerprint(run_id))
+
+    async def blocked_hosts(self, run_id: str) -> builtins.list[AttrDict]:
+        """Hosts this run's sandboxes were refused, with counts."""
+        return await self._http.send(RunCalls.blocked_hosts(run_id))
+
     async def kill(self, run_id: str) -> DeletedRun:
-        """Destroy a run, irreversibly: it is stopped and removed from every listing."""
-        path = f"/v1/runs/{path_id(run_id)}"
-        return parse(DeletedRun, await self._http.request("DELETE", path))
+        """DESTROY a run, irreversibly: it is stopped and removed from every listing."""
+        return await self._http.send(RunCalls.kill(run_id))
 
     async def list(
         self,
@@ -161,34 +132,29 @@ class AsyncRuns:
         status: str | None = None,
     ) -> RunList:
         """One page of your runs; filters and sort as in ``Runs.list``."""
-        params = list_params(filters, status=status, sort=sort, limit=limit, page_token=page_token)
-        return parse(RunList, await self._http.request("GET", "/v1/runs", params=params))
+        return await self._http.send(RunCalls.list(filters, status, sort, limit, page_token))
 
     async def artifacts(
         self, run_id: str, type: str | None = None, include_versions: bool = False
     ) -> builtins.list[AttrDict]:
         """What each phase produced; see ``Runs.artifacts``."""
-        params = {"type": type, "include_versions": include_versions or None}
-        found = await self._http.request(
-            "GET", f"/v1/runs/{path_id(run_id)}/artifacts", params=params
-        )
-        return [parse_dict(a) for a in found["data"]]
+        return await self._http.send(RunCalls.artifacts(run_id, type, include_versions))
 
     async def artifact(self, run_id: str, art_id: str) -> AttrDict:
-        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}"
-        return parse_dict(await self._http.request("GET", path))
+        """One artifact's description and its recorded fields."""
+        return await self._http.send(RunCalls.artifact(run_id, art_id))
 
     async def artifact_content(self, run_id: str, art_id: str) -> bytes:
-        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}/content"
-        return bytes(await self._http.request("GET", path, raw=True) or b"")
+        """The artifact itself, as bytes."""
+        return await self._http.send(RunCalls.artifact_content(run_id, art_id))
 
     async def report(self, run_id: str) -> str:
-        path = f"/v1/runs/{path_id(run_id)}/report"
-        return bytes(await self._http.request("GET", path, raw=True) or b"").decode()
+        """The run's HTML report (one self-contained page)."""
+        return await self._http.send(RunCalls.report(run_id))
 
     async def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
-        path = f"/v1/runs/{path_id(run_id)}/narrate"
-        return parse_dict(await self._http.request("GET", path, params={"slice": slice}))
+        """What the run has been doing, in plain words (``slice``: recent or all)."""
+        return await self._http.send(RunCalls.narrate(run_id, slice))
 
     async def wait(
         self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0
@@ -204,7 +170,7 @@ class AsyncRuns:
     async def stream(self, run_id: str) -> AsyncIterator[RunEvent]:
         """Yield the run's events live until it is terminal, resuming dropped streams."""
         cursor = StreamCursor(self._http.policy)
-        path = f"/v1/runs/{path_id(run_id)}/stream"
+        path = run_path(run_id, "stream")
         while True:
             try:
                 async for sse in self._http.sse(path, headers=cursor.resume_headers()):
@@ -226,9 +192,7 @@ class AsyncRuns:
         limit: int = 500,
     ) -> EventList:
         """One page of the run's event log, oldest first, after ``after_seq``."""
-        params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
-        path = f"/v1/runs/{path_id(run_id)}/events"
-        return parse(EventList, await self._http.request("GET", path, params=params))
+        return await self._http.send(RunCalls.events(run_id, after_seq, types, limit))
 
     async def tasks(
         self,
@@ -238,9 +202,8 @@ class AsyncRuns:
         page_token: str | None = None,
     ) -> AsyncTaskList:
         """One page of task rows plus the summary; ``await .payload(id)`` fetches one."""
-        params = {"passed": passed, "limit": limit, "page_token": page_token}
-        path = f"/v1/runs/{path_id(run_id)}/tasks"
-        page = parse(AsyncTaskList, await self._http.request("GET", path, params=params))
+        call = RunCalls.tasks(run_id, passed, limit, page_token, AsyncTaskList)
+        page = await self._http.send(call)
         return page.bind(lambda row_id: self.payload(run_id, row_id))
 
     async def iter_tasks(
@@ -258,5 +221,4 @@ class AsyncRuns:
 
     async def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""
-        path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
-        return parse(TaskPayload, await self._http.request("GET", path))
+        return await self._http.send(RunCalls.payload(run_id, row_id))

@@ -19,28 +19,18 @@ from .._models import (
     TaskPayload,
     TaskRow,
 )
-from ._common import (
-    StreamCursor,
-    WaitClock,
-    fork_body,
-    halt_body,
-    if_match_header,
-    launch_body,
-    list_params,
-    new_idempotency_key,
-    parse,
-    parse_dict,
-    parse_sse_event,
-    path_id,
-    types_param,
-    update_body,
-)
+from ._common import RunCalls, StreamCursor, WaitClock, parse_sse_event, run_path
 
 __all__ = ["Runs"]
 
 
 class Runs:
-    """Operations on runs; reach it as ``Benchwright().runs``."""
+    """Operations on runs; reach it as ``Benchwright().runs``.
+
+    A run is one pipeline execution: launched in natural language, pinned to a
+    catalog benchmark, or replayed from an earlier run. Everything about it is read
+    back by its id: the run itself, its tasks, artifacts, events and report.
+    """
 
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
@@ -68,51 +58,50 @@ class Runs:
     ) -> Run:
         """Launch a run and return it as created (usually still ``running``).
 
-        ``sut`` is the model under test, ``{"model": ..., "provider": ...}``. Every field
-        is forwarded as given and validated by the server. Without an
-        ``idempotency_key`` one is generated, so the SDK's own retries can never launch
-        (and bill) the same run twice; pass your own to make *your* retries safe too.
-        """
-        body = launch_body(
-            benchmark=benchmark,
-            subset=subset,
-            impl=impl,
-            sut=sut,
-            metadata=metadata,
-            extra={
-                "request": request,
-                "replay": replay,
-                "driver": driver,
-                "harness": harness,
-                "compute": compute,
-                "limits": limits,
-                "trials": trials,
-                "constraints": constraints,
-                "hints": hints,
-                "phase_models": phase_models,
-                **extra,
-            },
-        )
-        key = idempotency_key or new_idempotency_key()
-        data = self._http.request("POST", "/v1/runs", json=body, headers={"Idempotency-Key": key})
-        return parse(Run, data)
+        Three modes: ``request="Run GSM8K on ..."`` (natural language: the pipeline
+        finds, analyzes and atomizes the benchmark), ``benchmark=`` (+ ``subset=``,
+        ``impl=``) to pin a catalog entry, or ``replay={"from_run": anchor_id}`` to
+        reuse an anchor run's exact tasks and impl. ``sut`` is the model under test,
+        ``{"model": ..., "provider": ...}``; ``driver`` is what drives the pipeline,
+        not what it tests. ``metadata`` is behavioural configuration (``limit``...),
+        not a queryable tag. Every field is forwarded as given and validated by the
+        server.
 
-    def get(self, run_id: str) -> Run:
-        """Fetch one run."""
-        return parse(Run, self._http.request("GET", f"/v1/runs/{path_id(run_id)}"))
+        Without an ``idempotency_key`` one is generated, so the SDK's own retries can
+        never launch (and bill) the same run twice; pass your own to make *your*
+        retries safe too: the same key answers the run it first launched.
+        """
+        return self._http.send(RunCalls.launch(locals()))
+
+    def get(
+        self,
+        run_id: str,
+        expand: str | Iterable[str] | None = None,
+        fields: str | Iterable[str] | None = None,
+    ) -> Run:
+        """Fetch one run.
+
+        ``expand`` adds what would otherwise take more calls: ``tasks_summary`` (the
+        live aggregate over its tasks), ``artifacts`` (latest of each kind),
+        ``recent_events`` (the tail of its log), ``blocked_hosts``. ``fields`` answers
+        only the named top-level fields (plus ``id`` and ``object``), e.g.
+        ``fields=["status", "cost"]``. An unknown name is a
+        :class:`~benchwright.BadRequestError` naming it.
+        """
+        return self._http.send(RunCalls.get(run_id, expand, fields))
 
     def halt(self, run_id: str, reason: str | None = None, *, pause: bool = False) -> Run:
-        """Stop a run; it stays readable, ends with ``halted`` set and shows as killed.
+        """STOP a run; it stays readable, ends with ``halted`` set and shows as killed.
 
         With ``pause=True`` the run is parked instead (``display_status`` ``paused``)
-        and :meth:`resume` carries it on from where it stopped.
+        and :meth:`resume` carries it on from where it stopped. A run that already
+        finished raises :class:`~benchwright.ConflictError` (``run_finished``).
         """
-        body = halt_body(reason, pause)
-        return parse(Run, self._http.request("POST", f"/v1/runs/{path_id(run_id)}/halt", json=body))
+        return self._http.send(RunCalls.halt(run_id, reason, pause))
 
     def resume(self, run_id: str) -> Run:
         """Carry on a paused run. Any other halt raises a 409 ``not_paused`` error."""
-        return parse(Run, self._http.request("POST", f"/v1/runs/{path_id(run_id)}/resume"))
+        return self._http.send(RunCalls.resume(run_id))
 
     def fork(
         self,
@@ -129,13 +118,11 @@ class Runs:
 
         Everything upstream of the rewind point is inherited, not recomputed; a
         rewritten scorer gets a new impl id. The fork records a derived-from edge.
+        Use it to fix a scorer or a task_impl; treat the fork as the new anchor
+        (replays of the parent keep the parent's impl).
         """
-        body = fork_body(description, from_phase, sut, driver, limits)
-        key = idempotency_key or new_idempotency_key()
-        path = f"/v1/runs/{path_id(run_id)}/fork"
-        return parse(
-            Run, self._http.request("POST", path, json=body, headers={"Idempotency-Key": key})
-        )
+        call = RunCalls.fork(run_id, description, from_phase, sut, driver, limits, idempotency_key)
+        return self._http.send(call)
 
     def update(
         self,
@@ -152,17 +139,12 @@ class Runs:
         The server needs one of those two; ``metadata`` (merged, a None value removes
         a key) rides along and alone is refused with ``invalid_argument``. Publishing a
         run is what makes its benchmark visible in the registry. ``if_match`` (the
-        run's ``etag``) refuses the change if the run moved on since you read it.
-        A patch is idempotent, so it is retried like a GET.
+        run's ``etag``) refuses the change with
+        :class:`~benchwright.PreconditionFailedError` if the run moved on since you
+        read it. A patch is idempotent, so it is retried like a GET.
         """
-        path = f"/v1/runs/{path_id(run_id)}"
-        body = update_body(visibility, review_resolution, metadata)
-        return parse(
-            Run,
-            self._http.request(
-                "PATCH", path, json=body, headers=if_match_header(if_match), retry_safe=True
-            ),
-        )
+        call = RunCalls.update(run_id, visibility, review_resolution, metadata, if_match)
+        return self._http.send(call)
 
     def publish(self, run_id: str, visibility: str = "public") -> Run:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
@@ -170,16 +152,19 @@ class Runs:
 
     def fingerprint(self, run_id: str) -> AttrDict:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""
-        return parse_dict(self._http.request("GET", f"/v1/runs/{path_id(run_id)}/fingerprint"))
+        return self._http.send(RunCalls.fingerprint(run_id))
 
-    def blocked_hosts(self, run_id: str) -> list[AttrDict]:
-        """Hosts this run's sandboxes were refused, with counts."""
-        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/blocked-hosts")
-        return [parse_dict(b) for b in data["data"]]
+    def blocked_hosts(self, run_id: str) -> builtins.list[AttrDict]:
+        """Hosts this run's sandboxes were refused, with counts (see ``bw.host_policy``)."""
+        return self._http.send(RunCalls.blocked_hosts(run_id))
 
     def kill(self, run_id: str) -> DeletedRun:
-        """Destroy a run, irreversibly: it is stopped and removed from every listing."""
-        return parse(DeletedRun, self._http.request("DELETE", f"/v1/runs/{path_id(run_id)}"))
+        """DESTROY a run, irreversibly: it is stopped and removed from every listing.
+
+        Rarely what you want: runs are history that keeps leaderboards honest; hide
+        one with ``update(visibility="private")`` or stop it with :meth:`halt`.
+        """
+        return self._http.send(RunCalls.kill(run_id))
 
     def list(
         self,
@@ -193,12 +178,12 @@ class Runs:
         """One page of your runs; pass ``next_page_token`` on for the next.
 
         ``filters``: ``status``, ``benchmark`` (id or name), ``visibility``, and
-        ``started_at`` / ``finished_at`` as ``{"gte": ..., "lt": ...}``. ``sort`` is
-        ``-started_at`` (the default), ``started_at``, ``-finished_at`` or
+        ``started_at`` / ``finished_at`` as ``{"gte": ..., "lt": ...}``; anything else
+        (``metadata.*`` included: launch metadata is not a tag) is a ``ValueError``.
+        ``sort`` is ``-started_at`` (the default), ``started_at``, ``-finished_at`` or
         ``finished_at``.
         """
-        params = list_params(filters, status=status, sort=sort, limit=limit, page_token=page_token)
-        return parse(RunList, self._http.request("GET", "/v1/runs", params=params))
+        return self._http.send(RunCalls.list(filters, status, sort, limit, page_token))
 
     def artifacts(
         self, run_id: str, type: str | None = None, include_versions: bool = False
@@ -206,29 +191,23 @@ class Runs:
         """What each phase produced (``fetch``, ``analyze``, ``setup``, ``atomize``,
         ``model_proxy``, ``snapshot``, ``report``...): the latest of each kind, or
         every version with ``include_versions``."""
-        params = {"type": type, "include_versions": include_versions or None}
-        found = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/artifacts", params=params)
-        return [parse_dict(a) for a in found["data"]]
+        return self._http.send(RunCalls.artifacts(run_id, type, include_versions))
 
     def artifact(self, run_id: str, art_id: str) -> AttrDict:
         """One artifact's description and its recorded fields."""
-        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}"
-        return parse_dict(self._http.request("GET", path))
+        return self._http.send(RunCalls.artifact(run_id, art_id))
 
     def artifact_content(self, run_id: str, art_id: str) -> bytes:
         """The artifact itself: the scorer's code, the LiteLLM config, a report file."""
-        path = f"/v1/runs/{path_id(run_id)}/artifacts/{path_id(art_id)}/content"
-        return bytes(self._http.request("GET", path, raw=True) or b"")
+        return self._http.send(RunCalls.artifact_content(run_id, art_id))
 
     def report(self, run_id: str) -> str:
         """The run's HTML report (one self-contained page)."""
-        path = f"/v1/runs/{path_id(run_id)}/report"
-        return bytes(self._http.request("GET", path, raw=True) or b"").decode()
+        return self._http.send(RunCalls.report(run_id))
 
     def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
         """What the run has been doing, in plain words (``slice``: recent or all)."""
-        path = f"/v1/runs/{path_id(run_id)}/narrate"
-        return parse_dict(self._http.request("GET", path, params={"slice": slice}))
+        return self._http.send(RunCalls.narrate(run_id, slice))
 
     def wait(self, run_id: str, timeout: float | None = None, poll_interval: float = 2.0) -> Run:
         """Poll until the run is no longer ``running`` and return it.
@@ -250,7 +229,7 @@ class Runs:
         in a row; events already yielded are never yielded again.
         """
         cursor = StreamCursor(self._http.policy)
-        path = f"/v1/runs/{path_id(run_id)}/stream"
+        path = run_path(run_id, "stream")
         while True:
             try:
                 for sse in self._http.sse(path, headers=cursor.resume_headers()):
@@ -271,10 +250,9 @@ class Runs:
         types: str | Iterable[str] | None = None,
         limit: int = 500,
     ) -> EventList:
-        """One page of the run's event log, oldest first, after ``after_seq``."""
-        params = {"after_seq": after_seq, "types": types_param(types), "limit": limit}
-        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/events", params=params)
-        return parse(EventList, data)
+        """One page of the run's event log, oldest first, after ``after_seq``: the same
+        events :meth:`stream` yields live. Page on with ``next_after_seq``."""
+        return self._http.send(RunCalls.events(run_id, after_seq, types, limit))
 
     def tasks(
         self,
@@ -283,10 +261,11 @@ class Runs:
         limit: int = 100,
         page_token: str | None = None,
     ) -> TaskList:
-        """One page of task rows plus the run-wide summary; ``.payload(id)`` fetches one."""
-        params = {"passed": passed, "limit": limit, "page_token": page_token}
-        data = self._http.request("GET", f"/v1/runs/{path_id(run_id)}/tasks", params=params)
-        return parse(TaskList, data).bind(lambda row_id: self.payload(run_id, row_id))
+        """One page of slim task rows plus the run-wide ``summary`` (over every task,
+        not just this page); ``.payload(row_id)`` fetches one row's full
+        input/expected/output. ``passed=False`` lists the failures."""
+        page = self._http.send(RunCalls.tasks(run_id, passed, limit, page_token, TaskList))
+        return page.bind(lambda row_id: self.payload(run_id, row_id))
 
     def iter_tasks(
         self, run_id: str, passed: bool | None = None, page_size: int = 100
@@ -302,5 +281,4 @@ class Runs:
 
     def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""
-        path = f"/v1/runs/{path_id(run_id)}/tasks/{path_id(row_id)}/payload"
-        return parse(TaskPayload, self._http.request("GET", path))
+        return self._http.send(RunCalls.payload(run_id, row_id))

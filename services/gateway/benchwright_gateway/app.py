@@ -15,6 +15,8 @@ from faststream.nats import NatsBroker, NatsRouter
 
 from benchwright_gateway.api import access, admin, artifacts, errors, launch, registry, runs
 from benchwright_gateway.api import billing as billing_api
+from benchwright_gateway.api import build as build_api
+from benchwright_gateway.api import registry_reads as registry_reads_api
 from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api import settings as settings_api
 from benchwright_gateway.api import webhooks as webhooks_api
@@ -77,6 +79,8 @@ class GatewayService:
         http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))
         http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
         http.include_router(registry.build_router(self.ctx, principal))
+        http.include_router(build_api.build_router(self.ctx, principal))
+        http.include_router(registry_reads_api.build_router(self.ctx, principal))
 
         @http.get("/healthz")
         async def healthz() -> dict[str, str]:

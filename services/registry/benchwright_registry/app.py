@@ -10,7 +10,7 @@ from faststream.nats import NatsBroker, NatsRouter
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError as ObjectNotFoundError
 
-from benchwright_registry import handlers
+from benchwright_registry import build_handlers, handlers
 from benchwright_registry.application import (
     AuthoringApplication,
     RegistryApplication,
@@ -18,7 +18,11 @@ from benchwright_registry.application import (
     load_builtin_catalog,
 )
 from benchwright_registry.domain import Catalog
-from benchwright_registry.projections import CatalogProjection, RunSummariesProjection
+from benchwright_registry.projections import (
+    CatalogProjection,
+    PhaseCellsProjection,
+    RunSummariesProjection,
+)
 from benchwright_shared.bus import jetstream
 from benchwright_shared.contracts import RebuildResult
 from benchwright_shared.projection import Projection
@@ -74,6 +78,7 @@ class RegistryService:
             self.router,
             {
                 "run_summaries": (RunSummariesProjection(), RUN_LOG_SOURCE),
+                PhaseCellsProjection.name: (PhaseCellsProjection(), RUN_LOG_SOURCE),
                 CatalogProjection.name: (CatalogProjection(), OWN_STORE),
             },
             blocking=self.blocking,
@@ -92,7 +97,15 @@ class RegistryService:
             assert self.app is not None
             return self.app
 
-        handlers.register(self.router, handlers.Runtime(ready, self.blocking, self._jetstream))
+        runtime = handlers.Runtime(ready, self.blocking, self._jetstream)
+        handlers.register(self.router, runtime)
+        build_handlers.register(self.router, runtime)
+        handlers.register_reads(self.router, runtime, self._connected_broker)
+
+    def _connected_broker(self) -> NatsBroker:
+        if self._broker is None:
+            raise RuntimeError("the registry's broker is not connected yet")
+        return self._broker
 
     def _jetstream(self) -> JetStreamContext:
         if self._broker is None:

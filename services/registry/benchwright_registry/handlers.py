@@ -11,24 +11,28 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from faststream.nats import NatsRouter
+from faststream.nats import NatsBroker, NatsRouter
 from nats.js import JetStreamContext
 from nats.js.errors import BucketNotFoundError
 from nats.js.errors import NotFoundError as ObjectNotFoundError
 from nats.js.object_store import ObjectStore
 
 from benchwright_registry.application import AuthoringApplication, RegistryApplication
+from benchwright_registry.application.reads import FROM_RUN_EVENTS
 from benchwright_registry.domain import AuthoringError
 from benchwright_shared import subjects
+from benchwright_shared.bus import ask
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     CatalogListing,
     GetImpl,
+    GetRunEvents,
     GetSubsetRows,
     ImplCode,
     ListCatalog,
     Problem,
     ResolveBenchmark,
+    RunEventsPage,
     SubsetRows,
 )
 from benchwright_shared.contracts.registry import (
@@ -48,6 +52,19 @@ from benchwright_shared.contracts.registry import (
     UpdateBenchmark,
     UpdateImpl,
     UpdateSubset,
+)
+from benchwright_shared.contracts.registry_reads import (
+    CompareImpl,
+    Comparison,
+    CreateImplFromRun,
+    FindPhaseCell,
+    Leaderboard,
+    ListRegistryRuns,
+    PhaseCell,
+    ReadLeaderboard,
+    ReadTaskRange,
+    RegistryRunList,
+    TaskRange,
 )
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.store import BlockingStore
@@ -303,3 +320,82 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             return RegistryAnswer()
 
         return await answer(run)
+
+
+# How long the registry waits for the orchestrator's run log (impls from runs).
+RUN_LOG_TIMEOUT_S = 15.0
+
+
+def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBroker]) -> None:
+    """Reads over runs (leaderboards, listings, comparisons, task ranges), impls frozen
+    from a run, and the phase-cache index the orchestrator asks."""
+
+    async def call[T](fn: Callable[[RegistryApplication], T]) -> T:
+        app = await rt.ready()
+        return await rt.store.run(fn, app)
+
+    @router.subscriber(subjects.READ_LEADERBOARD, queue=QUEUE)
+    async def leaderboard(query: ReadLeaderboard) -> Leaderboard:
+        try:
+            return await call(lambda app: app.reads.leaderboard(query))
+        except AuthoringError as exc:
+            return Leaderboard(problem=_problem(exc))
+
+    @router.subscriber(subjects.LIST_REGISTRY_RUNS, queue=QUEUE)
+    async def runs(query: ListRegistryRuns) -> RegistryRunList:
+        try:
+            return await call(lambda app: app.reads.runs(query))
+        except AuthoringError as exc:
+            return RegistryRunList(problem=_problem(exc))
+
+    @router.subscriber(subjects.COMPARE_IMPL, queue=QUEUE)
+    async def compare(query: CompareImpl) -> Comparison:
+        try:
+            return await call(lambda app: app.reads.compare(query))
+        except AuthoringError as exc:
+            return Comparison(problem=_problem(exc))
+
+    @router.subscriber(subjects.READ_TASK_RANGE, queue=QUEUE)
+    async def task_range(query: ReadTaskRange) -> TaskRange:
+        try:
+            return await call(lambda app: app.reads.task_range(query))
+        except AuthoringError as exc:
+            return TaskRange(problem=_problem(exc))
+
+    @router.subscriber(subjects.FIND_PHASE_CELL, queue=QUEUE)
+    async def phase_cell(query: FindPhaseCell) -> PhaseCell:
+        try:
+            return await call(lambda app: app.reads.phase_cell(query))
+        except AuthoringError as exc:
+            return PhaseCell(problem=_problem(exc))
+
+    @router.subscriber(subjects.CREATE_IMPL_FROM_RUN, queue=QUEUE)
+    async def impl_from_run(command: CreateImplFromRun) -> RegistryAnswer:
+        """Read the run's log from the orchestrator, then register its scorer."""
+        try:
+            page = await ask(
+                broker(),
+                GetRunEvents(run_id=command.run_id, types=list(FROM_RUN_EVENTS), limit=5000),
+                RunEventsPage,
+                timeout=RUN_LOG_TIMEOUT_S,
+            )
+        except Exception:
+            log.warning("registry: no run log for %s", command.run_id, exc_info=True)
+            problem = Problem(
+                title="run log unavailable",
+                status=503,
+                detail="the orchestrator did not answer; try again",
+                extra={"code": "unavailable"},
+            )
+            return RegistryAnswer(problem=problem)
+        # A deleted run's log answers a problem: it reads as missing, like any other.
+        events = [] if page.problem is not None else page.events
+
+        def run(app: RegistryApplication) -> RegistryAnswer:
+            view, created = app.reads.impl_from_run(command, events)
+            return RegistryAnswer(impl=view, created=created)
+
+        try:
+            return await call(run)
+        except AuthoringError as exc:
+            return RegistryAnswer(problem=_problem(exc))

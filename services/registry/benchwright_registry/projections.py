@@ -4,7 +4,11 @@
   model as its own column, from the run log. The shape columns are filled only
   when a run is terminal, so anything keyed on the run shape sees finished runs
   only. ``visibility`` follows ``RunUpdated``; a public run makes its benchmark
-  public and holds what it ran (the checks below).
+  public and holds what it ran (the checks below). Its ``run_tasks`` table holds
+  each run's outcome per task index (``MaterializeTaskAggregated``), which is what
+  a task-range read asks.
+* ``phase_cells``: the phase-cache index (decision 0012), which run recorded the
+  work of which phase fingerprint, with each run's account and visibility.
 * ``catalog``: one row per benchmark a listing can show (the built-in catalog,
   seeded at start, and every authored benchmark), from the registry's own
   event store: ``AuthoringApplication`` follows its notification log into it.
@@ -21,19 +25,30 @@ PUBLIC = "public"
 
 class RunSummariesProjection(Projection):
     name = "run_summaries"
-    version = 3
+    version = 4
     tables = {
         "run_summaries": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, model TEXT NOT NULL, "
             "launched_benchmark_id TEXT, launched_subset_id TEXT, impl_seen TEXT, "
             "benchmark_id TEXT, subset_id TEXT, impl_id TEXT, status TEXT NOT NULL, "
             "pass_rate DOUBLE PRECISION, summary TEXT, "
-            "visibility TEXT NOT NULL DEFAULT 'private'"
+            "visibility TEXT NOT NULL DEFAULT 'private', "
+            "mode TEXT, parent_run_id TEXT, trials TEXT, total_tasks INTEGER, "
+            "tasks INTEGER NOT NULL DEFAULT 0, passed INTEGER NOT NULL DEFAULT 0, "
+            "failed INTEGER NOT NULL DEFAULT 0, errored INTEGER NOT NULL DEFAULT 0, "
+            "fingerprint TEXT, started_at TEXT, finished_at TEXT"
+        ),
+        # One row per task index a run has an aggregated result for (the latest wins).
+        "run_tasks": (
+            "run_id TEXT NOT NULL, idx INTEGER NOT NULL, outcome TEXT NOT NULL, "
+            "PRIMARY KEY (run_id, idx)"
         ),
     }
     indexes = (
         "run_summaries(benchmark_id, subset_id, impl_id)",
         "run_summaries(visibility)",
+        "run_summaries(subset_id, model)",
+        "run_summaries(impl_id, model)",
     )
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
@@ -41,9 +56,11 @@ class RunSummariesProjection(Projection):
         table = cur.table("run_summaries")
         if kind == "RunLaunched":
             sut = data.get("sut") or {}
+            trials = data.get("trials")
             cur.execute(
                 f"INSERT INTO {table} (run_id, account, model, launched_benchmark_id, "
-                "launched_subset_id, impl_seen, status) VALUES (?, ?, ?, ?, ?, ?, 'running') "
+                "launched_subset_id, impl_seen, status, mode, parent_run_id, trials, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) "
                 "ON CONFLICT (run_id) DO NOTHING",
                 [
                     run_id,
@@ -52,6 +69,10 @@ class RunSummariesProjection(Projection):
                     data.get("benchmark_id"),
                     data.get("subset_id"),
                     data.get("impl_id"),
+                    data.get("mode"),
+                    data.get("parent_run_id"),
+                    json.dumps(trials, sort_keys=True) if trials else None,
+                    _ts(message),
                 ],
             )
         elif kind == "BenchmarkResolved":
@@ -72,6 +93,17 @@ class RunSummariesProjection(Projection):
             value = data.get("subset_id" if kind == "DatasetTasksArtifact" else "impl_id")
             if value:
                 cur.execute(f"UPDATE {table} SET {column} = ? WHERE run_id = ?", [value, run_id])
+            if kind == "DatasetTasksArtifact" and data.get("total_tasks") is not None:
+                cur.execute(
+                    f"UPDATE {table} SET total_tasks = ? WHERE run_id = ?",
+                    [int(data["total_tasks"]), run_id],
+                )
+        elif kind == "MaterializeTaskAggregated":
+            cur.execute(
+                f"INSERT INTO {cur.table('run_tasks')} (run_id, idx, outcome) VALUES (?, ?, ?) "
+                "ON CONFLICT (run_id, idx) DO UPDATE SET outcome = excluded.outcome",
+                [run_id, int(data["index"]), str(data.get("outcome") or "err")],
+            )
         elif kind == "RunUpdated" and data.get("visibility"):
             cur.execute(
                 f"UPDATE {table} SET visibility = ? WHERE run_id = ?",
@@ -79,14 +111,103 @@ class RunSummariesProjection(Projection):
             )
         elif kind == "RunDeleted":
             cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            cur.execute(f"DELETE FROM {cur.table('run_tasks')} WHERE run_id = ?", [run_id])
         elif kind == "PipelineFinished":
             summary = data.get("summary") or {}
             cur.execute(
                 f"UPDATE {table} SET status = ?, pass_rate = ?, summary = ?, "
+                "tasks = ?, passed = ?, failed = ?, errored = ?, fingerprint = ?, "
+                "finished_at = ?, "
                 "benchmark_id = launched_benchmark_id, subset_id = launched_subset_id, "
                 "impl_id = impl_seen WHERE run_id = ?",
-                [data.get("status"), summary.get("pass_rate"), json.dumps(summary), run_id],
+                [
+                    data.get("status"),
+                    summary.get("pass_rate"),
+                    json.dumps(summary),
+                    int(summary.get("total") or 0),
+                    int(summary.get("passed") or 0),
+                    int(summary.get("failed") or 0),
+                    int(summary.get("errored") or 0),
+                    data.get("fingerprint"),
+                    _ts(message),
+                    run_id,
+                ],
             )
+
+
+def _ts(message: dict[str, Any]) -> str | None:
+    """When a run event was recorded, as the log says (so a rebuild writes the same)."""
+    ts = message.get("ts")
+    return str(ts) if ts else None
+
+
+class PhaseCellsProjection(Projection):
+    """The phase-cache index: which run did which phase's work for which fingerprint.
+
+    A cell is a ``PhaseFingerprint`` without ``cache_hit``. Each run's account and
+    visibility ride along, so a lookup can offer the caller's own cells and the
+    cells of public runs; a deleted run takes its cells with it.
+    """
+
+    name = "phase_cells"
+    version = 1
+    tables = {
+        "cell_runs": (
+            "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, "
+            "visibility TEXT NOT NULL DEFAULT 'private'"
+        ),
+        "phase_cells": (
+            "phase TEXT NOT NULL, fingerprint TEXT NOT NULL, run_id TEXT NOT NULL, "
+            "recorded_at TEXT NOT NULL, PRIMARY KEY (phase, fingerprint, run_id)"
+        ),
+    }
+    indexes = ("phase_cells(phase, fingerprint)",)
+
+    def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
+        kind, data, run_id = message.get("type"), message.get("data", {}), message["run_id"]
+        runs = cur.table("cell_runs")
+        if kind == "RunLaunched":
+            cur.execute(
+                f"INSERT INTO {runs} (run_id, account) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [run_id, data.get("account", "")],
+            )
+        elif kind == "PhaseFingerprint" and not data.get("cache_hit"):
+            cur.execute(
+                f"INSERT INTO {cur.table('phase_cells')} VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [data["phase"], data["fingerprint"], run_id, str(message.get("ts", ""))],
+            )
+        elif kind == "RunUpdated" and data.get("visibility"):
+            cur.execute(
+                f"UPDATE {runs} SET visibility = ? WHERE run_id = ?", [data["visibility"], run_id]
+            )
+        elif kind == "RunDeleted":
+            cur.execute(f"DELETE FROM {cur.table('phase_cells')} WHERE run_id = ?", [run_id])
+            cur.execute(f"DELETE FROM {runs} WHERE run_id = ?", [run_id])
+
+
+def find_cell(
+    cur: ViewCursor, phase: str, fingerprint: str, account: str, exclude_run_id: str | None = None
+) -> tuple[str, bool] | None:
+    """The run whose cell ``phase``/``fingerprint`` a run of ``account`` may reuse, and
+    whether it is another account's public run.
+
+    The account's own most recent cell first (its data and keys are its own); else
+    the most recent cell of a public run of any account.
+    """
+    cur.execute(
+        f"SELECT c.run_id, r.account FROM {cur.table('phase_cells')} c "
+        f"JOIN {cur.table('cell_runs')} r ON r.run_id = c.run_id "
+        "WHERE c.phase = ? AND c.fingerprint = ? AND c.run_id <> ? "
+        "AND (r.account = ? OR r.visibility = ?) "
+        "ORDER BY CASE WHEN r.account = ? THEN 0 ELSE 1 END, c.recorded_at DESC, c.run_id "
+        "LIMIT 1",
+        [phase, fingerprint, exclude_run_id or "", account, PUBLIC, account],
+    )
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return str(row["run_id"]), str(row["account"]) != account
 
 
 def public_run_count(

@@ -32,6 +32,9 @@ class BenchmarkResolution(BaseModel):
     impl_id: str | None = None
     # The subset's own trials default, for a launch that names none.
     default_trials: dict[str, Any] | None = None
+    # A BUILT subset's recipe ``run_timeout``: the per-task wall clock a launch takes
+    # as ``limits.task.duration`` (the narrowest ceiling wins).
+    task_timeout_s: float | None = None
 
 
 class GetSubsetRows(Contract):

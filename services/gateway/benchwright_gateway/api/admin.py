@@ -18,7 +18,7 @@ PROJECTION_OWNERS = {
     "run_summaries": "registry",
     "catalog": "registry",
     "ledger": "billing",
-    "phase_cells": "orchestrator",
+    "phase_cells": "registry",
 }
 
 

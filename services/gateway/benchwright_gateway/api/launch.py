@@ -188,10 +188,17 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         )
         if resolution.problem:
             p = resolution.problem
-            raise ProblemError(p.status, p.title, p.detail, field=p.field, code="not_found")
+            code = str((p.extra or {}).get("code") or "not_found")
+            raise ProblemError(p.status, p.title, p.detail, field=p.field, code=code)
         assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
         if body.trials is None and resolution.default_trials:
             common = {**common, "trials": resolution.default_trials}  # the subset's default
+        if resolution.task_timeout_s:
+            # A BUILT subset's run_timeout bounds each task; a narrower launch limit wins.
+            limits = {level: dict(q) for level, q in common["limits"].items()}
+            task = limits.setdefault("task", {})
+            task["duration"] = min(resolution.task_timeout_s, task.get("duration", float("inf")))
+            common = {**common, "limits": limits}
         return LaunchRun(
             mode="pinned",
             benchmark_id=resolution.benchmark_id,

@@ -85,6 +85,51 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
     }
 
 
+# The top-level fields of a rendered run: what ``GET /v1/runs/{id}?fields=`` may name.
+RUN_FIELDS = (
+    "id",
+    "object",
+    "status",
+    "display_status",
+    "halted",
+    "halt_reason",
+    "phase",
+    "model",
+    "mode",
+    "request",
+    "driver",
+    "visibility",
+    "etag",
+    "compute",
+    "backend",
+    "derived_from",
+    "trials",
+    "limits",
+    "benchmark",
+    "subset",
+    "impl_id",
+    "fingerprint",
+    "metadata",
+    "selected_tasks",
+    "created_at",
+    "finished_at",
+    "last_seq",
+    "error",
+    "summary",
+    "cost",
+    "links",
+)
+# Always answered, whatever ``fields`` names: what the run is.
+IDENTITY_FIELDS = ("id", "object")
+
+
+def select_fields(run: dict[str, Any], fields: list[str] | None) -> dict[str, Any]:
+    """Only ``fields`` of a rendered run (plus its identity); all of it for ``None``."""
+    if fields is None:
+        return run
+    return {k: v for k, v in run.items() if k in IDENTITY_FIELDS or k in fields}
+
+
 def task_row_id(invocation: int, index: int) -> str:
     return f"t{invocation}_{index}"
 

@@ -12,11 +12,18 @@ from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
+from benchwright_gateway.api.artifacts import KINDS, _describe, _version_key
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.models import HaltRequest
-from benchwright_gateway.api.render import parse_task_row_id, render_task
+from benchwright_gateway.api.render import (
+    RUN_FIELDS,
+    parse_task_row_id,
+    render_run,
+    render_task,
+    select_fields,
+)
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream, send_command
 from benchwright_shared.contracts import (
@@ -26,11 +33,36 @@ from benchwright_shared.contracts import (
     RunEventsPage,
     SubsetRows,
 )
+from benchwright_shared.contracts.vault import BlockedHostsView, ReadBlockedHosts
 from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
 from benchwright_shared.scoring import summarize
 
 TERMINAL_EVENT = "PipelineFinished"
 QUERY_TIMEOUT_S = 10.0
+# What ``GET /v1/runs/{id}?expand=`` can add to a run, each under its own key.
+EXPANSIONS = ("tasks_summary", "artifacts", "recent_events", "blocked_hosts")
+RECENT_EVENTS = 20
+# The most log entries one expansion reads (a run has a handful of artifacts per phase).
+LOG_SCAN = 5000
+# A list parameter is repeated (``?expand=a&expand=b``), comma-separated, or both.
+ListParam = Annotated[list[str] | None, Query()]
+
+
+def query_names(values: list[str] | None, known: tuple[str, ...], param: str) -> list[str] | None:
+    """The names a list parameter gives, each checked against ``known`` (400 otherwise)."""
+    if values is None:
+        return None
+    names = [n.strip() for value in values for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ProblemError(
+            400,
+            f"unknown {param}",
+            f"{param}: {unknown[0]!r} is not one of {', '.join(known)}",
+            field=param,
+            code="invalid_argument",
+        )
+    return names
 
 
 def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
@@ -89,10 +121,83 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         token = views.run_cursor(rows[-1], sort) if more and rows else None
         return {"object": "list", "data": data, "next_page_token": token}
 
+    async def tasks_summary(run_id: str) -> dict[str, Any]:
+        """The aggregate over the run's settled tasks (latest sweep), live."""
+        return summarize(await ctx.read(views.task_outcomes, run_id))
+
+    async def events_page(query: GetRunEvents) -> list[dict[str, Any]]:
+        page = await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
+        if page.problem is not None:
+            raise ProblemError(page.problem.status, page.problem.title, page.problem.detail)
+        return [e.model_dump(mode="json") for e in page.events]
+
+    async def latest_artifacts(run_id: str) -> list[dict[str, Any]]:
+        """The latest artifact of each kind, described as ``GET .../artifacts`` does."""
+        query = GetRunEvents(run_id=run_id, types=list(KINDS), limit=LOG_SCAN)
+        versions: dict[str, int] = {}
+        latest: dict[str, dict[str, Any]] = {}
+        for event in await events_page(query):
+            key = _version_key(event)
+            versions[key] = versions.get(key, 0) + 1
+            latest[key] = event
+        ordered = sorted(latest.items(), key=lambda item: item[1]["seq"])
+        return [_describe(event, versions[key], True) for key, event in ordered]
+
+    async def recent_events(row: dict[str, Any]) -> list[dict[str, Any]]:
+        """The last ``RECENT_EVENTS`` entries of the run's log, oldest first."""
+        # The read model may trail the log: read on from its last seq, keep the tail.
+        after = max(int(row.get("last_seq") or 0) - RECENT_EVENTS, -1)
+        query = GetRunEvents(run_id=row["run_id"], after_seq=after, limit=LOG_SCAN)
+        return (await events_page(query))[-RECENT_EVENTS:]
+
+    async def run_blocked_hosts(caller: Principal, run_id: str) -> list[dict[str, Any]]:
+        query = ReadBlockedHosts(account=caller.account, run_id=run_id)
+        view = await ask(ctx.bus(), query, BlockedHostsView, timeout=QUERY_TIMEOUT_S)
+        return [b.model_dump(mode="json") for b in view.data]
+
+    async def expansion(name: str, caller: Principal, row: dict[str, Any]) -> Any:
+        run_id = row["run_id"]
+        if name == "tasks_summary":
+            return await tasks_summary(run_id)
+        if name == "artifacts":
+            return await latest_artifacts(run_id)
+        if name == "recent_events":
+            return await recent_events(row)
+        # The last of EXPANSIONS: ``query_names`` let no other name through.
+        return await run_blocked_hosts(caller, run_id)
+
     @router.get("/{run_id}")
-    async def get_run(run_id: str, caller: Caller) -> dict[str, Any]:
+    async def get_run(
+        run_id: str,
+        caller: Caller,
+        expand: ListParam = None,
+        fields: ListParam = None,
+    ) -> dict[str, Any]:
+        """One run. Both parameters take names comma-separated or repeated.
+
+        ``expand`` adds, each under its own top-level key, what would take another
+        call: ``tasks_summary`` (the live aggregate over the run's tasks, as
+        ``/tasks`` reports it; ``summary`` is filled only when the run is terminal),
+        ``artifacts`` (the latest of each kind, as ``/artifacts``; needs
+        ``artifacts:read``), ``recent_events`` (the last 20 entries of the log, as
+        ``/events``) and ``blocked_hosts`` (as ``/blocked-hosts``).
+
+        ``fields`` answers only the named top-level fields, plus ``id`` and
+        ``object`` (expansions come on top). Leaving ``cost`` out spares a billing
+        query. An unknown name in either is a 400 naming the parameter.
+        """
         caller.require("runs:read")
-        return await show(await load_run(caller, run_id))
+        wanted = query_names(expand, EXPANSIONS, "expand") or []
+        selected = query_names(fields, RUN_FIELDS, "fields")
+        if "artifacts" in wanted:
+            caller.require("artifacts:read")
+        row = await load_run(caller, run_id)
+        costed = selected is None or "cost" in selected
+        cost = await lookup.run_cost(ctx, run_id) if costed else None
+        run = select_fields(render_run(row, cost, ctx.settings.gateway_url), selected)
+        for name in wanted:
+            run[name] = await expansion(name, caller, row)
+        return run
 
     @router.get("/{run_id}/tasks")
     async def list_tasks(
@@ -120,10 +225,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         )
         more = len(rows) > limit
         rows = rows[:limit]
-        summary = summarize(await ctx.read(views.task_outcomes, run_id))
         return {
             "object": "list",
-            "summary": summary,
+            "summary": await tasks_summary(run_id),
             "data": [render_task(r) for r in rows],
             "next_page_token": render_task(rows[-1])["id"] if more and rows else None,
         }

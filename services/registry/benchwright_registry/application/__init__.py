@@ -15,6 +15,8 @@ from collections import OrderedDict
 from typing import Any
 
 from benchwright_registry.application.authoring import AuthoringApplication
+from benchwright_registry.application.build import BuildApplication
+from benchwright_registry.application.reads import RegistryReads
 from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
 from benchwright_registry.domain import (
     AuthoringError,
@@ -42,7 +44,13 @@ from benchwright_shared.contracts.base import Problem
 from benchwright_shared.contracts.registry import BenchmarkView, ImplView, SubsetView
 from benchwright_shared.subjects import DATASETS_BUCKET
 
-__all__ = ["AuthoringApplication", "RegistryApplication", "builtin_rows", "load_builtin_catalog"]
+__all__ = [
+    "AuthoringApplication",
+    "RegistryApplication",
+    "RegistryReads",
+    "builtin_rows",
+    "load_builtin_catalog",
+]
 
 log = logging.getLogger(__name__)
 MAX_ROWS_PER_REPLY = 200
@@ -131,6 +139,12 @@ class RegistryApplication:
         self._subset_benchmark = {
             s.subset_id: bm for bm in catalog.benchmarks.values() for s in bm.subsets
         }
+        # Leaderboards, run listings, comparisons, task ranges, the phase-cache index.
+        self.reads = RegistryReads(catalog, authoring)
+        # BUILT subsets: recipes, the code generated from them, sample forks.
+        self.build = (
+            BuildApplication(authoring, impl_code("built_runner")) if authoring else None
+        )
 
     # -- the pipeline's questions -------------------------------------------------------
     def list_catalog(self, query: ListCatalog) -> CatalogListing:
@@ -168,9 +182,8 @@ class RegistryApplication:
         """
         try:
             if self.catalog.find(query.benchmark) is None and self.authoring is not None:
-                found = self.authoring.resolve(
-                    query.account, query.benchmark, query.subset, query.impl
-                )
+                resolve = self.build.resolve if self.build else self.authoring.resolve
+                found = resolve(query.account, query.benchmark, query.subset, query.impl)
                 if found is not None:
                     return found
             bm, subset, impl = self.catalog.resolve(query.benchmark, query.subset, query.impl)

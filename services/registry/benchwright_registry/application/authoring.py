@@ -589,7 +589,9 @@ class AuthoringApplication(Application[uuid.UUID]):
             if count:
                 raise referenced("subset", subset_id, count)
             subset.delete(_now())
-            bm.release_slug(subset.slug)
+            # A retired BUILT subset's slug already names its successor: leave that be.
+            if bm.subsets.get(subset.slug) == subset.subset_id:
+                bm.release_slug(subset.slug)
             self._commit(subset, bm)
 
         self._retrying(delete)

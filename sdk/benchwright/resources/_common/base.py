@@ -1,0 +1,112 @@
+"""What every resource's requests share: parsing answers, quoting ids, keys, params."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel, ValidationError
+
+from ..._errors import APIResponseError
+from ..._models import AttrDict
+
+__all__ = [
+    "as_bytes",
+    "as_text",
+    "csv_param",
+    "key_header",
+    "new_idempotency_key",
+    "parse",
+    "parse_dict",
+    "parse_list",
+    "parser",
+    "path_id",
+    "plain",
+    "present",
+    "types_param",
+]
+
+
+def parse[M: BaseModel](model: type[M], data: Any) -> M:
+    """Validate a response body, reporting a mismatch as :class:`APIResponseError`."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise APIResponseError(
+            f"unexpected {model.__name__} from the server: {exc.errors()[0]['msg']}"
+            f" at {'.'.join(map(str, exc.errors()[0]['loc']))}"
+        ) from exc
+
+
+def parse_dict(data: Any) -> AttrDict:
+    """A plain JSON object with attribute access."""
+    if not isinstance(data, dict):
+        raise APIResponseError(f"expected a JSON object from the server, got {type(data).__name__}")
+    return AttrDict(data)
+
+
+def parse_list(data: Any) -> list[AttrDict]:
+    """The ``data`` rows of a ``{"object": "list", "data": [...]}`` answer."""
+    rows = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise APIResponseError("expected a list object with a data array from the server")
+    return [parse_dict(row) for row in rows]
+
+
+def parser[M: BaseModel](model: type[M]) -> Callable[[Any], M]:
+    """``parse`` bound to ``model``: a :class:`Call`'s ``parse``."""
+    return partial(parse, model)
+
+
+def path_id(value: str) -> str:
+    """Quote an id for use as one path segment, so ``/`` or ``?`` cannot escape it."""
+    return quote(value, safe="")
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for a launch whose caller did not supply one."""
+    return str(uuid.uuid4())
+
+
+def key_header(idempotency_key: str | None, *, fresh: bool = False) -> dict[str, str] | None:
+    """The ``Idempotency-Key`` header: the caller's key, else (with ``fresh``) a new one.
+
+    A key always travels as this header, never as a body field, and the transport
+    sends the same key on every retry of the request.
+    """
+    key = idempotency_key or (new_idempotency_key() if fresh else None)
+    return {"Idempotency-Key": key} if key else None
+
+
+def csv_param(values: str | Iterable[str] | None) -> str | None:
+    """A list-valued query parameter, as the API takes it: one comma-separated value."""
+    if values is None or isinstance(values, str):
+        return values
+    return ",".join(values) or None
+
+
+# The event-type filter of ``runs.events``; an older name of :func:`csv_param`.
+types_param = csv_param
+
+
+def plain(value: Any) -> Any:
+    """A mapping as a plain ``dict`` (so it serialises); anything else as it is."""
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def present(**fields: Any) -> dict[str, Any]:
+    """The fields that are set (not ``None``), mappings made plain."""
+    return {k: plain(v) for k, v in fields.items() if v is not None}
+
+
+def as_bytes(data: Any) -> bytes:
+    """A raw answer's bytes."""
+    return bytes(data or b"")
+
+
+def as_text(data: Any) -> str:
+    """A raw answer as text (UTF-8)."""
+    return as_bytes(data).decode()
