@@ -100,18 +100,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             after = events[-1]["seq"]
 
     async def artifacts_of(run_id: str) -> list[dict[str, Any]]:
-        """Every artifact entry with its version (1-based within its kind) and latest flag."""
-        events = await log_of(run_id, list(KINDS))
-        counts: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for event in events:
-            key = _version_key(event)
-            counts[key] = counts.get(key, 0) + 1
-            event["_version"] = counts[key]
-            last[key] = event["seq"]
-        for event in events:
-            event["_latest"] = last[_version_key(event)] == event["seq"]
-        return events
+        return versioned(await log_of(run_id, list(KINDS)))
 
     async def one(caller: Principal, run_id: str, art_id: str) -> dict[str, Any]:
         await lookup.load_run(ctx, caller, run_id, reading=True)
@@ -181,6 +170,26 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         return {"object": "narration", "run_id": run_id, "slice": slice, **narrate(events, slice)}
 
     return router
+
+
+def versioned(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Artifact entries (log order) marked with their version (1-based within their
+    kind) as ``_version`` and whether they are the latest of it as ``_latest``."""
+    counts: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for event in events:
+        key = _version_key(event)
+        counts[key] = counts.get(key, 0) + 1
+        event["_version"] = counts[key]
+        last[key] = event["seq"]
+    for event in events:
+        event["_latest"] = last[_version_key(event)] == event["seq"]
+    return events
+
+
+def latest_described(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest artifact of each kind among ``events``, as ``GET .../artifacts`` shows it."""
+    return [_describe(e, e["_version"], True) for e in versioned(events) if e["_latest"]]
 
 
 def _version_key(event: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
-from benchwright_gateway.api.artifacts import KINDS, _describe, _version_key
+from benchwright_gateway.api.artifacts import KINDS, latest_described
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
@@ -134,14 +134,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def latest_artifacts(run_id: str) -> list[dict[str, Any]]:
         """The latest artifact of each kind, described as ``GET .../artifacts`` does."""
         query = GetRunEvents(run_id=run_id, types=list(KINDS), limit=LOG_SCAN)
-        versions: dict[str, int] = {}
-        latest: dict[str, dict[str, Any]] = {}
-        for event in await events_page(query):
-            key = _version_key(event)
-            versions[key] = versions.get(key, 0) + 1
-            latest[key] = event
-        ordered = sorted(latest.items(), key=lambda item: item[1]["seq"])
-        return [_describe(event, versions[key], True) for key, event in ordered]
+        return latest_described(await events_page(query))
 
     async def recent_events(row: dict[str, Any]) -> list[dict[str, Any]]:
         """The last ``RECENT_EVENTS`` entries of the run's log, oldest first."""
