@@ -101,6 +101,17 @@ class SutRef(_Model):
     provider: str
     api_base: str | None = None
 
+    @property
+    def identifier(self) -> str:
+        """The model's name at its provider (``qwen/qwen3-8b``): the guide's
+        ``model.identifier``."""
+        return self.model
+
+    @property
+    def source(self) -> str:
+        """Where the model is served from (the provider): the guide's ``model.source``."""
+        return self.provider
+
 
 class BenchmarkRef(_Model):
     """The benchmark a run was launched against (None until a natural-language
@@ -124,6 +135,7 @@ class RunLinks(_Model):
     tasks: str | None = None
     events: str | None = None
     stream: str | None = None
+    report: str | None = None
     dashboard: str | None = None
 
 
@@ -193,6 +205,24 @@ class Run(_Model):
     def is_terminal(self) -> bool:
         """Whether the run has stopped changing status (``ok`` or ``error``)."""
         return self.status is not None and self.status != "running"
+
+    # Flat names the guide's examples read (``r.benchmark_name``, ``r.get("subset_id")``).
+    @property
+    def benchmark_id(self) -> str | None:
+        return self.benchmark.id if self.benchmark else None
+
+    @property
+    def benchmark_name(self) -> str | None:
+        return self.benchmark.name if self.benchmark else None
+
+    @property
+    def subset_id(self) -> str | None:
+        return self.subset.id if self.subset else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field by name, dict-style, flat names included; ``default`` when absent."""
+        value = getattr(self, key, None)
+        return default if value is None else value
 
 
 class DeletedRun(_Model):

@@ -155,3 +155,33 @@ async def test_a_root_service_runs_each_sandbox_as_its_own_uid(tmp_path: Path) -
     assert (tmp_path / "s1" / "given" / "file.txt").stat().st_uid == seen[0]
     assert (tmp_path / "s1" / "given").stat().st_uid == seen[0]
     await backend.close()
+
+
+async def test_scorers_can_import_requests_and_nothing_else_of_the_platform(
+    tmp_path: Path,
+) -> None:
+    """The guide's scorers ``import requests``: it is there, read-only; the platform's
+    own packages (and the rest of its environment) are not."""
+    backend = get_backend("local", tmp_path)
+    await backend.create("s1")
+    script = (
+        "import importlib.util, json, requests\n"
+        "print(json.dumps({\n"
+        "    'requests': requests.__version__,\n"
+        "    'file': requests.__file__,\n"
+        "    'platform': [n for n in ('benchwright_shared', 'benchwright_proxy', 'litellm',\n"
+        "                 'fastapi') if importlib.util.find_spec(n)],\n"
+        "}))\n"
+        "try:\n"
+        "    open(requests.__file__, 'a').write('#')\n"
+        "except OSError as exc:\n"
+        "    print(type(exc).__name__)\n"
+    )
+    result = await backend.exec("s1", ["python", "-c", script], stdin=None, env={}, timeout_s=30)
+    assert result.exit_code == 0, result.stderr
+    seen, written = result.stdout.splitlines()
+    found = __import__("json").loads(seen)
+    assert found["requests"] and found["file"].startswith("/opt/benchwright/site/")
+    assert found["platform"] == []
+    assert written in ("OSError", "PermissionError")
+    await backend.kill("s1")

@@ -44,6 +44,13 @@ from benchwright_orchestrator.driver.builtin import Directives, parse_guidance
         # Opposite phrases: the one written last wins.
         ("order-sensitive... actually, compare as sets", {"order_sensitive": False}),
         ("compare as sets; no wait, order matters", {"order_sensitive": True}),
+        # The developer guide's own fork (section 5.1): the complaint names the
+        # problem, the instruction after it the fix.
+        (
+            "Parallel function calling failures are order-sensitive. Rewrite score() in "
+            "task_impl.py to compare sets of {name, canonical_args} instead of ordered lists.",
+            {"order_sensitive": False},
+        ),
     ],
 )
 def test_directives_are_recognised(text: str | None, expected: dict[str, Any]) -> None:

@@ -79,8 +79,9 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
             "tasks": f"{api}/tasks",
             "events": f"{api}/events",
             "stream": f"{api}/stream",
-            # No web dashboard is served yet; a link to nothing would be worse than none.
-            "dashboard": None,
+            "report": f"{api}/report",
+            # The page for people: the run's HTML report (no web app is served).
+            "dashboard": f"{api}/report",
         },
     }
 

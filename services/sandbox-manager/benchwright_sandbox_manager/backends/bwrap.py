@@ -16,6 +16,7 @@ not enforced for root) and no file outside answers to it as owner.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -46,19 +47,48 @@ ETC_DIRS = ("ld.so.conf.d", "ssl/certs", "alternatives")
 PROBE_SCRIPT = "import socket; print(' '.join(n for _, n in socket.if_nameindex()))"
 
 
+# Libraries scorers may import beyond the standard library: what the guide's own
+# scorers use (``requests`` and what it needs). Mounted read-only from this
+# service's environment at SCORER_SITE; nothing else of the platform is visible.
+SCORER_LIBRARIES = ("requests", "urllib3", "idna", "certifi", "charset_normalizer")
+SCORER_SITE = "/opt/benchwright/site"
+
+
+def scorer_libraries() -> tuple[tuple[str, str], ...]:
+    """(name, directory) of each scorer library installed here; missing ones are left out."""
+    found = []
+    for name in SCORER_LIBRARIES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            found.append((name, os.path.realpath(next(iter(spec.submodule_search_locations)))))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class Runtime:
-    """The interpreter sandboxes run: this service's base Python, mounted read-only."""
+    """The interpreter sandboxes run: this service's base Python, mounted read-only,
+    with the scorer libraries beside it."""
 
     executable: str
     prefix: str
+    libraries: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def current(cls) -> "Runtime":
         executable = getattr(sys, "_base_executable", None) or sys.executable
         return cls(
-            executable=os.path.realpath(executable), prefix=os.path.realpath(sys.base_prefix)
+            executable=os.path.realpath(executable),
+            prefix=os.path.realpath(sys.base_prefix),
+            libraries=scorer_libraries(),
         )
+
+    def library_mounts(self) -> list[str]:
+        if not self.libraries:
+            return []
+        args = _parents(f"{SCORER_SITE}/x")
+        for name, directory in self.libraries:
+            args += ["--ro-bind", directory, f"{SCORER_SITE}/{name}"]
+        return args
 
     @property
     def bin_dir(self) -> str:
@@ -167,6 +197,7 @@ class Layout:
         args += ["--hostname", SANDBOX_HOSTNAME, "--clearenv"]
         args += self._system()
         args += self.runtime.mounts()
+        args += self.runtime.library_mounts()
         args += _parents(SANDBOX_INIT)
         args += ["--ro-bind", str(self.launcher), SANDBOX_INIT]
         args += ["--ro-bind", str(self.private / "net"), SANDBOX_NET]

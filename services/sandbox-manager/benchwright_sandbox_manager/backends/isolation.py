@@ -107,7 +107,7 @@ class Bubblewrap:
             "PATH": self.runtime.path_env(),
             "HOME": bwrap.SANDBOX_WORKDIR,
             # The runtime (bench_task, bench_runner) sits at the top of the sandbox.
-            "PYTHONPATH": bwrap.SANDBOX_WORKDIR,
+            "PYTHONPATH": f"{bwrap.SANDBOX_WORKDIR}:{bwrap.SCORER_SITE}",
             **plan.env,
         }
         env_bytes = json.dumps(sandbox_env).encode()

@@ -19,7 +19,8 @@ chain_of_thought              "chain-of-thought", "CoT", "step by step", "reason
 timeout_s N (code)            "timeout 30", "timeout: 30s", "a 30 second timeout"
 order_sensitive               "order-sensitive", "order matters", "in the same order" /
   (function_call)             "order-insensitive", "not order-sensitive", "as sets",
-                              "any order", "unordered", "ignore the order"
+                              "any order", "unordered", "ignore the order",
+                              "compare sets", "instead of ordered lists"
 allow_extra_calls             "allow extra calls", "ignore extra calls", "extra calls
   (function_call)             are fine" / "no extra calls", "penalize extra calls"
 native_tools (function_call)  "native tools", "use the tools parameter" / "no tools
@@ -110,6 +111,9 @@ _SWITCHES: tuple[tuple[str, bool, tuple[str, ...]], ...] = (
             r"unordered",
             r"ignor(?:e|ing)\s+(?:the\s+)?order",
             r"order\s+does\s*n[o']t\s+matter",
+            # "compare sets of calls instead of ordered lists" (the guide's own fix)
+            r"compare\s+(?:them\s+as\s+)?sets",
+            r"instead\s+of\s+(?:an?\s+)?ordered\s+lists?",
         ),
     ),
     (
