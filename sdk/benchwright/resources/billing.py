@@ -26,6 +26,8 @@ def _bytes(data: Any) -> bytes:
 
 
 class _Balance:
+    """``billing.balance``: what the account holds."""
+
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
 
@@ -35,6 +37,8 @@ class _Balance:
 
 
 class _Controls:
+    """``billing.controls``: the monthly cap, auto-refill and alerts."""
+
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
 
@@ -52,6 +56,8 @@ class _Controls:
 
 
 class _Topups:
+    """``billing.topups``: money added to the balance."""
+
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
 
@@ -67,10 +73,13 @@ class _Topups:
         )
 
     def get(self, topup_id: str) -> AttrDict:
+        """One top-up: amount, status, when."""
         return parse_dict(self._http.request("GET", f"/v1/billing/topups/{path_id(topup_id)}"))
 
 
 class _Transactions:
+    """``billing.transactions``: top-ups and run debits."""
+
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
 
@@ -110,6 +119,8 @@ class Billing:
 
 
 class _AsyncBalance:
+    """``billing.balance``: what the account holds."""
+
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
 
@@ -119,6 +130,8 @@ class _AsyncBalance:
 
 
 class _AsyncControls:
+    """``billing.controls``: the monthly cap, auto-refill and alerts."""
+
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
 
@@ -136,6 +149,8 @@ class _AsyncControls:
 
 
 class _AsyncTopups:
+    """``billing.topups``: money added to the balance."""
+
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
 
@@ -151,11 +166,14 @@ class _AsyncTopups:
         )
 
     async def get(self, topup_id: str) -> AttrDict:
+        """One top-up: amount, status, when."""
         path = f"/v1/billing/topups/{path_id(topup_id)}"
         return parse_dict(await self._http.request("GET", path))
 
 
 class _AsyncTransactions:
+    """``billing.transactions``: top-ups and run debits."""
+
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
 

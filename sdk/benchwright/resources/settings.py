@@ -45,6 +45,7 @@ class Settings:
         )
 
     def delete(self, key: str) -> AttrDict:
+        """Clear ``key``: launches go back to the platform's own default."""
         return parse_dict(self._http.request("DELETE", _key_path(key)))
 
     def schema(self) -> AttrDict:
@@ -59,19 +60,24 @@ class AsyncSettings:
         self._http = http
 
     async def list(self) -> builtins.list[AttrDict]:
+        """Every setting the account has set, with when it was set."""
         return [parse_dict(s) for s in (await self._http.request("GET", ROOT))["data"]]
 
     async def get(self, key: str) -> AttrDict:
+        """One setting; a key that is not set answers 404."""
         return parse_dict(await self._http.request("GET", _key_path(key)))
 
     async def set(self, key: str, value: Any) -> AttrDict:
+        """Set ``key``; the server checks ``value`` as a launch would."""
         found = await self._http.request(
             "PUT", _key_path(key), json={"value": value}, retry_safe=True
         )
         return parse_dict(found)
 
     async def delete(self, key: str) -> AttrDict:
+        """Clear ``key``: launches go back to the platform's own default."""
         return parse_dict(await self._http.request("DELETE", _key_path(key)))
 
     async def schema(self) -> AttrDict:
+        """The keys a setting may have, their types and what each does."""
         return parse_dict(await self._http.request("GET", f"{ROOT}/schema"))

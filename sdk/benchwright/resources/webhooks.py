@@ -248,6 +248,7 @@ class Webhooks:
         return parse(WebhookList, self._http.request("GET", "/v1/webhooks")).data
 
     def get(self, webhook_id: str) -> Webhook:
+        """One webhook (never its secret)."""
         return parse(Webhook, self._http.request("GET", _base(webhook_id)))
 
     def update(
@@ -334,9 +335,11 @@ class AsyncWebhooks:
         return parse(Webhook, data)
 
     async def list(self) -> list[Webhook]:
+        """Every webhook of the account, oldest first (no secrets)."""
         return parse(WebhookList, await self._http.request("GET", "/v1/webhooks")).data
 
     async def get(self, webhook_id: str) -> Webhook:
+        """One webhook (never its secret)."""
         return parse(Webhook, await self._http.request("GET", _base(webhook_id)))
 
     async def update(
@@ -354,6 +357,7 @@ class AsyncWebhooks:
         return parse(Webhook, data)
 
     async def delete(self, webhook_id: str) -> DeletedWebhook:
+        """Delete the webhook; deliveries still pending are given up."""
         return parse(DeletedWebhook, await self._http.request("DELETE", _base(webhook_id)))
 
     async def rotate_secret(self, webhook_id: str, *, expire_previous_after_s: int = 0) -> Webhook:
@@ -366,6 +370,7 @@ class AsyncWebhooks:
         return parse(Webhook, data)
 
     async def test_delivery(self, webhook_id: str, event: str = "ping") -> WebhookDelivery:
+        """Send a ``ping`` (or a made-up ``run.*`` event, ``test: true``) now."""
         data = await self._http.request("POST", f"{_base(webhook_id)}/test", json={"event": event})
         return parse(WebhookDelivery, data)
 
@@ -377,6 +382,7 @@ class AsyncWebhooks:
         limit: int = 50,
         page_token: str | None = None,
     ) -> WebhookDeliveryList:
+        """What was sent to the webhook, newest first, each with its attempts."""
         data = await self._http.request(
             "GET",
             f"{_base(webhook_id)}/deliveries",
@@ -385,6 +391,7 @@ class AsyncWebhooks:
         return parse(WebhookDeliveryList, data)
 
     async def retry_delivery(self, webhook_id: str, delivery_id: str) -> WebhookDelivery:
+        """Send a succeeded or failed delivery again (a pending one is refused: 409)."""
         data = await self._http.request(
             "POST", f"{_base(webhook_id)}/deliveries/{path_id(delivery_id)}/retry"
         )
