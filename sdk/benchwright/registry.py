@@ -44,6 +44,7 @@ __all__ = [
     "Impl",
     "ImplComparison",
     "Impls",
+    "KindTally",
     "Leaderboard",
     "LeaderboardRow",
     "RangeRun",
@@ -128,6 +129,8 @@ class Benchmark(_Model):
     description: str = ""
     category: str = ""
     tags: list[str] = Field(default_factory=list)
+    # Other names it goes by (the built-in catalog's: "BFCL" is also "bfcl v4").
+    aliases: list[str] = Field(default_factory=list)
     owner: str | None = None
     # Derived from runs: public once one of its runs is public.
     visibility: str = "private"
@@ -181,6 +184,17 @@ class Deleted(_Model):
     deleted: bool = True
 
 
+class KindTally(_Model):
+    """One task kind's share of a run, on a composite subset (rows with ``input.kind``).
+    ``pass_rate`` is over passed + failed, like the run's summary."""
+
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    total: int = 0
+    pass_rate: float | None = None
+
+
 class RegistryRun(_Model):
     """A finished run as the registry keys it: (benchmark, subset, impl) with the model as
     its own column. ``subset_id`` is the snapshot the run pinned; ``mine`` says the run is
@@ -206,6 +220,8 @@ class RegistryRun(_Model):
     derived_from: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # Per task kind, when the subset's rows carry ``input.kind`` (section 8); else None.
+    by_kind: dict[str, KindTally] | None = None
 
     @property
     def id(self) -> str:
@@ -237,6 +253,8 @@ class LeaderboardRow(_Model):
     # How many public runs of this model the best was chosen from.
     runs: int = 1
     finished_at: datetime | None = None
+    # The run's per-kind breakdown, when the subset's rows carry ``input.kind``.
+    by_kind: dict[str, KindTally] | None = None
 
 
 class Leaderboard(_Model):
@@ -372,11 +390,17 @@ def _list_params(
 
 
 def _best_match(name: str, page: BenchmarkList) -> Benchmark | None:
-    """The first exact (case-insensitive) name match, else the first substring match."""
+    """The first exact name match, else the first exact alias match, else the first name
+    or alias containing ``name``; all case-insensitive."""
     wanted = name.strip().lower()
+
+    def names(b: Benchmark) -> list[str]:
+        return [b.name.lower(), *(a.lower() for a in b.aliases)]
+
     exact = [b for b in page.data if b.name.lower() == wanted]
-    partial = [b for b in page.data if wanted in b.name.lower()]
-    found = exact or partial
+    alias = [b for b in page.data if wanted in names(b)[1:]]
+    partial = [b for b in page.data if any(wanted in n for n in names(b))]
+    found = exact or alias or partial
     return found[0] if found else None
 
 
@@ -734,7 +758,8 @@ class Benchmarks:
 
     def find(self, name: str) -> Benchmark | None:
         """A client-side convenience: scans the first 100 rows of :meth:`list` for an
-        exact (case-insensitive) name, then a substring. Page through ``list`` past that."""
+        exact (case-insensitive) name, then an alias (``"BFCL v4"`` finds ``BFCL``), then
+        a name or alias containing it. Page through ``list`` past that."""
         return _best_match(name, self.list(limit=FIND_SCAN))
 
     def update(

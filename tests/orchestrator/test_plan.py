@@ -11,6 +11,7 @@ from benchwright_orchestrator.plan import (
     is_resumable_halt,
     narrow_selection,
     plan_phases,
+    replay_selection,
     resolve_backend,
     scope_selection,
     selected_indices,
@@ -38,6 +39,30 @@ def test_each_launch_mode_runs_its_phases_in_order() -> None:
     assert plan_phases("natural_language", has_impl=False, harness="inspect") == [
         "setup", "attach", "materialize", "report",
     ]  # fmt: skip
+
+
+def test_a_replay_on_a_newer_snapshot_fetches_and_sets_it_up_first() -> None:
+    # The rolling subset grew since the parent ran: the current rows are fetched and
+    # set up; the scorer still comes from the parent, so there is no Analyze or Atomize.
+    assert plan_phases("replay", has_impl=False, new_snapshot=True) == [
+        "fetch", "setup", "attach", "materialize", "report",
+    ]  # fmt: skip
+    assert plan_phases("replay", has_impl=True, new_snapshot=False) == [
+        "attach", "materialize", "report",
+    ]  # fmt: skip
+
+
+def test_a_replay_selection_is_the_base_cut_to_the_slice_and_the_cap() -> None:
+    everything = scope_selection({"kind": "all"})
+    assert replay_selection(everything, 3, None, None) == everything
+    # A fresh row of a grown snapshot is in range; the slice keeps its order.
+    sliced = replay_selection(everything, 3, [2], None)
+    assert selected_indices(sliced, 3) == [2] and sliced["reason"] == "replay slice"
+    assert selected_indices(replay_selection(everything, 3, [2, 0, 7], 1), 3) == [2]
+    assert selected_indices(replay_selection(everything, 5, None, 2), 5) == [0, 1]
+    # On the parent's own selection, a slice never widens it.
+    parent = {"kind": "first_n", "limit": 2}
+    assert selected_indices(replay_selection(parent, 5, [1, 4], None), 5) == [1]
 
 
 def test_a_fork_inherits_exactly_the_phases_before_its_rewind_point() -> None:

@@ -24,7 +24,13 @@ from benchwright_registry.projections import (
     PhaseCellsProjection,
     RunSummariesProjection,
 )
-from benchwright_shared.contracts.registry import AppendTasks, CreateBenchmark, CreateSubset
+from benchwright_shared.contracts.registry import (
+    AppendTasks,
+    CreateBenchmark,
+    CreateImpl,
+    CreateSubset,
+    ListBenchmarks,
+)
 from benchwright_shared.contracts.registry_reads import (
     CompareImpl,
     CreateImplFromRun,
@@ -34,6 +40,7 @@ from benchwright_shared.contracts.registry_reads import (
     ReadTaskRange,
 )
 from benchwright_shared.contracts.run_events import RunEvent
+from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.ids import impl_id_for
 from benchwright_shared.projection import ProjectionStore, ViewCursor
 from benchwright_shared.settings import Settings
@@ -69,7 +76,7 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
 
 
 def builtin_catalog() -> Catalog:
-    bm = make_benchmark("Tiny Math", "built in", "math", ("arith",), "tests")
+    bm = make_benchmark("Tiny Math", "built in", "math", ("arith",), "tests", ("tiny math v1",))
     sub = make_subset(
         bm.benchmark_id, "test", "Test", rows("1", "2", "3", "4", "5", "6"), [("exact", CODE)]
     )
@@ -132,6 +139,7 @@ class Registry:
         start: int = 0,
         code: str = CODE,
         atomize: bool = False,
+        driver: str | None = None,
     ) -> str:
         """A finished run of ``model`` whose tasks ``start``.. came out as ``outcomes``
         (one letter each: p, f or e)."""
@@ -150,6 +158,8 @@ class Registry:
             sut={"model": model, "provider": "fake"},
             trials=trials,
         )
+        if driver is not None:
+            self.feed(run_id, "DriverSelected", driver=driver)
         self.feed(
             run_id,
             "DatasetTasksArtifact",
@@ -161,7 +171,8 @@ class Registry:
             selection={"kind": "all"},
         )
         kind = "AtomizeArtifact" if atomize else "SetupArtifact"
-        self.feed(run_id, kind, impl_id=impl, impl_sha256="s", code=code)
+        extra = {"kind": "exact_match"} if atomize else {}
+        self.feed(run_id, kind, impl_id=impl, impl_sha256="s", code=code, **extra)
         names = {"p": "pass", "f": "fail", "e": "err"}
         for i, letter in enumerate(outcomes):
             self.feed(
@@ -533,3 +544,143 @@ def test_the_phase_cache_offers_own_cells_first_then_public_ones(registry: Regis
         FindPhaseCell(account=BOB, phase="fetch", fingerprint="f1", exclude_run_id=bobs)
     )
     assert excluded.run_id is None
+
+
+# -- impls a pipeline wrote ---------------------------------------------------------------------
+def test_an_impl_a_pipeline_wrote_reads_like_an_authored_one(registry: Registry) -> None:
+    r = registry
+    written = impl_id_for(r.bm, OTHER_CODE)  # Atomize's id: <benchmark>:<12 hex of the code>
+    run_id = r.run(ALICE, "a", "pp", impl=written, code=OTHER_CODE, atomize=True, driver="builtin")
+
+    view, code = r.app.read_impl(ALICE, written)
+    assert code == OTHER_CODE
+    assert (view.id, view.benchmark_id, view.subset_id) == (written, r.bm, r.sub)
+    assert view.label == f"written by the builtin Driver for run {run_id}"
+    assert "exact_match" in view.description and run_id in view.description
+    assert (view.visibility, view.official, view.builtin) == ("private", False, False)
+    assert view.size_bytes == len(OTHER_CODE.encode()) and view.created_at is not None
+    assert view.sha256 == sha256_hex(OTHER_CODE)
+    # The comparison and the listings take it like any impl.
+    assert r.reads.compare(CompareImpl(account=ALICE, impl_id=written)).rows[0].best_run_id == (
+        run_id
+    )
+
+    # Another account: missing until one of its runs is public.
+    with pytest.raises(AuthoringError) as exc:
+        r.app.read_impl(BOB, written)
+    assert refused(exc) == (404, "not_found", "impl_id")
+    r.feed(run_id, "RunUpdated", visibility="public", metadata=None, updated_by=ALICE)
+    shown, _ = r.app.read_impl(BOB, written)
+    assert shown.visibility == "public"
+
+    # A replay inherits the artifact: it uses the impl, the label stays the writer's.
+    replay = r.run(BOB, "b", "pf", impl=written, code=OTHER_CODE, atomize=True, driver="litellm")
+    assert r.app.read_impl(BOB, written)[0].label == view.label
+    r.feed(run_id, "RunDeleted", deleted_by=ALICE)
+    assert r.app.read_impl(BOB, written)[1] == OTHER_CODE  # bob's replay still used it
+    with pytest.raises(AuthoringError):
+        r.app.read_impl(ALICE, written)
+    r.feed(replay, "RunDeleted", deleted_by=BOB)
+    assert r.rows("scorer_code") == [] and r.rows("run_scorers") == []
+    with pytest.raises(AuthoringError):
+        r.app.read_impl(BOB, written)
+    with pytest.raises(AuthoringError) as exc:
+        r.app.read_impl(ALICE, impl_id_for(r.bm, "never written"))
+    assert refused(exc) == (404, "not_found", "impl_id")
+
+
+def test_a_written_impl_is_content_addressed_like_an_authored_one(registry: Registry) -> None:
+    r = registry
+    bm, sub = alice_subset(r)
+    written = impl_id_for(bm, OTHER_CODE)
+    r.run(ALICE, "a", "pp", benchmark=bm, subset=sub, impl=written, code=OTHER_CODE, atomize=True)
+    assert r.app.read_impl(ALICE, written)[0].label.startswith("written by a Driver")
+    # The same code under the same benchmark, registered by hand, is the same impl ...
+    made, created = r.authoring.create_impl(
+        CreateImpl(account=ALICE, subset_id=sub, label="by hand", code=OTHER_CODE)
+    )
+    assert created and made.id == written
+    # ... and from then on the authored store answers for it, deletes included.
+    assert r.app.read_impl(ALICE, written)[0].label == "by hand"
+    r.authoring.delete_impl(ALICE, written)
+    with pytest.raises(AuthoringError) as exc:
+        r.app.read_impl(ALICE, written)
+    assert refused(exc) == (404, "not_found", "impl_id")
+    # A built-in impl is the catalog's, whoever's Setup installed it.
+    r.run(ALICE, "a", "p")
+    assert r.app.read_impl(ALICE, r.impl)[0].builtin
+
+
+# -- per-kind breakdowns ------------------------------------------------------------------------
+KINDS = ("math", "code", "math", "multiple_choice", "code", "math")
+
+
+def composite_subset(r: Registry) -> tuple[str, str]:
+    bm, _ = r.authoring.create_benchmark(CreateBenchmark(account=ALICE, name="Gauntlet"))
+    tasks = [
+        {
+            "task_id": f"t{i}",
+            "input": {"kind": kind, "question": f"{i}?"},
+            "expected": {"kind": kind, "value": str(i)},
+        }
+        for i, kind in enumerate(KINDS)
+    ]
+    sub, _ = r.authoring.create_subset(
+        CreateSubset(account=ALICE, benchmark_id=bm.id, slug="v1"), tasks
+    )
+    return bm.id, sub.id
+
+
+def tallies(by_kind: dict[str, Any] | None) -> dict[str, tuple[int, int, int, Any]] | None:
+    if by_kind is None:
+        return None
+    return {k: (v.passed, v.failed, v.errored, v.pass_rate) for k, v in by_kind.items()}
+
+
+def test_runs_over_a_composite_subset_break_down_per_kind(registry: Registry) -> None:
+    r = registry
+    bm, sub = composite_subset(r)
+    # math: 0, 2, 5; code: 1, 4; multiple_choice: 3
+    best = r.run(ALICE, "a", "ppfpep", benchmark=bm, subset=sub, visibility="public")
+    other = r.run(ALICE, "b", "ffff", benchmark=bm, subset=sub, visibility="public")
+    board = r.reads.leaderboard(ReadLeaderboard(account=BOB, subset_id=sub))
+    assert [x.run_id for x in board.rows] == [best, other]
+    assert tallies(board.rows[0].by_kind) == {
+        "code": (1, 0, 1, 1.0),
+        "math": (2, 1, 0, pytest.approx(2 / 3)),
+        "multiple_choice": (1, 0, 0, 1.0),
+    }
+    assert board.rows[0].by_kind is not None
+    assert board.rows[0].by_kind["math"].total == 3
+    # A run over part of the rows counts the kinds it ran.
+    assert tallies(board.rows[1].by_kind) == {
+        "code": (0, 1, 0, 0.0),
+        "math": (0, 2, 0, 0.0),
+        "multiple_choice": (0, 1, 0, 0.0),
+    }
+    listed = r.reads.runs(ListRegistryRuns(account=ALICE, subset_id=sub))
+    assert {x.run_id: tallies(x.by_kind) for x in listed.runs} == {
+        best: tallies(board.rows[0].by_kind),
+        other: tallies(board.rows[1].by_kind),
+    }
+
+    # Rows without kinds (the built-in catalog's, a plain authored subset's): no breakdown.
+    r.run(ALICE, "a", "pp", visibility="public")
+    assert [
+        x.by_kind for x in r.reads.leaderboard(ReadLeaderboard(account=BOB, subset_id=r.sub)).rows
+    ] == [None]
+    _, plain = alice_subset(r)
+    r.run(ALICE, "a", "pp", subset=plain)
+    assert [
+        x.by_kind for x in r.reads.runs(ListRegistryRuns(account=ALICE, subset_id=plain)).runs
+    ] == [None]
+
+
+# -- aliases in listings ------------------------------------------------------------------------
+def test_built_in_benchmarks_list_and_read_with_their_aliases(registry: Registry) -> None:
+    r = registry
+    alice_subset(r)
+    page, _ = r.app.list_benchmarks(ListBenchmarks(account=ALICE, limit=100))
+    assert {b.name: b.aliases for b in page} == {"Tiny Math": ["tiny math v1"], "Mine": []}
+    shown = r.app.builtin_benchmark(r.bm)
+    assert shown is not None and shown.aliases == ["tiny math v1"]

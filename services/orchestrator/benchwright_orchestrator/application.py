@@ -9,7 +9,7 @@ from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import Notification, RecordConflictError
 
 from benchwright_orchestrator.domain import Run
-from benchwright_orchestrator.plan import inherited_phases, narrow_selection, selected_indices
+from benchwright_orchestrator.plan import inherited_phases, replay_selection, selected_indices
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
 from benchwright_shared.relay import RelayedApplication
@@ -41,7 +41,10 @@ class RunsApplication(RelayedApplication):
         """Create the run for ``command``; (run, created). A repeat returns the stored run.
 
         A replay or fork copies what it inherits from its parent into its own log
-        before anything else happens, so the run reads whole on its own.
+        before anything else happens, so the run reads whole on its own. A replay
+        whose ``subset_id`` is a newer snapshot than its parent's (a rolling subset
+        that grew) records the parent's snapshot as ``replay.from_subset_id`` and
+        inherits only the scorer: it fetches and sets up the current rows itself.
         """
         existing = self.find_run(command.run_id)
         if existing is not None:
@@ -51,9 +54,15 @@ class RunsApplication(RelayedApplication):
             parent = None
         sut = command.sut.model_dump() if command.sut else None
         trials = command.trials
+        replay, impl_id = command.replay, command.impl_id
+        events = self._artifact_events(parent.run_id) if parent is not None else []
         if parent is not None:
             sut = sut or parent.sut
             trials = parent.trials  # frozen on the parent: replays reproduce its shape
+            if command.mode == "replay" and command.subset_id not in (None, parent.subset_id):
+                replay = {**(command.replay or {}), "from_subset_id": parent.subset_id}
+                # A registry impl the parent's Setup installed is installed again by ours.
+                impl_id = pinned_impl(events)
         run = Run(
             run_id=command.run_id,
             account=command.account,
@@ -62,7 +71,7 @@ class RunsApplication(RelayedApplication):
             benchmark_name=command.benchmark_name or (parent.benchmark_name if parent else None),
             subset_id=command.subset_id or (parent.subset_id if parent else None),
             subset_slug=command.subset_slug or (parent.subset_slug if parent else None),
-            impl_id=command.impl_id,
+            impl_id=impl_id,
             sut=sut,
             limit=command.limit,
             metadata=command.metadata,
@@ -72,7 +81,7 @@ class RunsApplication(RelayedApplication):
             driver=command.driver,
             limits=command.limits,
             parent_run_id=command.parent_run_id,
-            replay=command.replay,
+            replay=replay,
             fork=command.fork,
             compute=command.compute,
             # A replay or fork that names no compute stays where its parent ran.
@@ -83,7 +92,7 @@ class RunsApplication(RelayedApplication):
             ),
         )
         if parent is not None:
-            inherit(run, parent, self._artifact_events(parent.run_id), command)
+            inherit(run, parent, events, command)
         try:
             self.save(run)
         except RecordConflictError:
@@ -91,11 +100,18 @@ class RunsApplication(RelayedApplication):
         return run, True
 
     def inherit_scorer(self, run: Run) -> None:
-        """A replay's second helping: the parent's Atomize artifacts, after its own Attach."""
+        """A replay's second helping: the parent's Atomize artifacts, after its own Attach.
+
+        On a newer snapshot only the code: the parent's post-Atomize sandbox holds
+        the parent's rows, so the replay keeps its own Setup snapshot.
+        """
         parent = self.find_run(run.parent_run_id) if run.parent_run_id else None
         if parent is None or parent.account != run.account:
             return
-        copy_artifacts(run, parent.run_id, self._artifact_events(parent.run_id), {"atomize"})
+        events = self._artifact_events(parent.run_id)
+        if run.on_new_snapshot:
+            events = [e for e in events if e.type == "AtomizeArtifact"]
+        copy_artifacts(run, parent.run_id, events, {"atomize"})
 
     def copy_cell(self, run: Run, source_id: str, phase: str, types: tuple[str, ...]) -> bool:
         """A cache hit: ``phase``'s artifacts and snapshot as ``source_id`` recorded them."""
@@ -192,7 +208,14 @@ def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -
     Replay rewinds to Materialize but swaps the model, so it takes everything
     except the model binding; a fork takes the phases before ``from_phase``.
     Only the last record of each kind counts (a restarted Atomize wrote several).
+    A replay on a newer snapshot takes only the analysis now (so a fork of it can
+    still rewind to Atomize): its Fetch and Setup record the current rows, and
+    its selection is made when they are fetched.
     """
+    if run.on_new_snapshot:
+        analysis = [e for e in events if e.type == "AnalyzeArtifact"]
+        copy_artifacts(run, parent.run_id, analysis, set(), by_type=True)
+        return
     if command.mode == "replay":
         # Atomize's artifacts follow the new ModelProxyArtifact, as they followed the
         # parent's: a replay of the same model then has the parent's fingerprint.
@@ -230,13 +253,19 @@ def copy_artifacts(
         method(**data, inherited_from=parent_id)
 
 
+def pinned_impl(events: list[RunEvent]) -> str | None:
+    """The registry impl a run's Setup installed, unless an Atomize wrote its scorer since."""
+    if any(e.type == "AtomizeArtifact" for e in events):
+        return None
+    setups = [e for e in events if e.type == "SetupArtifact"]
+    found = setups[-1].data.get("impl_id") if setups else None
+    return str(found) if found else None
+
+
 def narrow(run: Run, indices: list[int] | None, limit: int | None) -> None:
     """A replay slice: the parent's selection cut to ``indices`` and ``limit``."""
     total = int(run.dataset.get("total_tasks") or 0)
-    selection = narrow_selection(run.selection or {"kind": "all"}, total, indices)
-    if limit:
-        chosen = selected_indices(selection, total)[:limit]
-        selection = {"kind": "indices", "indices": chosen, "reason": "replay slice"}
+    selection = replay_selection(run.selection or {"kind": "all"}, total, indices, limit)
     run.dataset_tasks(
         benchmark_id=run.benchmark_id or "",
         subset_id=run.subset_id or "",

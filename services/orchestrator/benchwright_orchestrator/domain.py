@@ -122,6 +122,12 @@ class Run(Aggregate):
         self.trial_results: dict[str, dict[str, list[Any]]] = {}
         self.aggregated: dict[str, str] = {}  # index -> outcome
 
+    @property
+    def on_new_snapshot(self) -> bool:
+        """A replay on a newer snapshot of its parent's rolling subset: it fetches and
+        sets up the current rows itself and takes only the scorer from its parent."""
+        return self.mode == "replay" and bool((self.replay or {}).get("from_subset_id"))
+
     # -- lifecycle ------------------------------------------------------------------
     def _check_open(self) -> None:
         if self.status in TERMINAL_STATUSES:

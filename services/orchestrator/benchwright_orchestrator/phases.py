@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from benchwright_orchestrator.driver.base import Analysis, Driver, RowSample
-from benchwright_orchestrator.plan import scope_selection, selected_indices
+from benchwright_orchestrator.plan import replay_selection, scope_selection, selected_indices
 from benchwright_orchestrator.sweep import Sweep
 from benchwright_orchestrator.tools import PipelineTools
 from benchwright_orchestrator.workspace import PhaseError
@@ -87,9 +87,23 @@ class Phases(Sweep):
         self.after_cache_hit("fetch")
 
     def after_cache_hit(self, phase: str) -> None:
-        """What a phase decides beyond its cached work: without Analyze, the selection."""
+        """What a phase decides beyond its cached work: without Analyze, the selection.
+
+        A replay fetching a newer snapshot takes all of it, or the slice it names.
+        """
         if phase == "fetch" and "analyze" not in self.run.plan:
-            self._select(scope_selection({"kind": "all"}, cap=self.run.limit))
+            if self.run.mode != "replay":
+                self._select(scope_selection({"kind": "all"}, cap=self.run.limit))
+                return
+            replay = self.run.replay or {}
+            self._select(
+                replay_selection(
+                    scope_selection({"kind": "all"}),
+                    int(self.run.dataset["total_tasks"]),
+                    replay.get("indices"),
+                    self.run.limit,
+                )
+            )
 
     def _select(self, selection: dict[str, Any]) -> None:
         total = int(self.run.dataset["total_tasks"])
@@ -164,6 +178,9 @@ class Phases(Sweep):
         )
         if self.run.mode == "replay" and self.run.scorer is None:
             await self.inherit_scorer()
+            # On a newer snapshot the work sandbox is already up (Fetch, Setup): the
+            # inherited scorer joins it. Otherwise Materialize creates it with the scorer.
+            await self.work.install_scorer()
 
     # -- Atomize --------------------------------------------------------------------
     async def _atomize(self) -> None:

@@ -165,6 +165,7 @@ class RunPipeline(Phases):
                 self.run.mode,
                 has_impl=bool(self.run.impl_id or self.run.scorer),
                 from_phase=(self.run.fork or {}).get("from_phase"),
+                new_snapshot=self.run.on_new_snapshot,
             )
             self.run.start_pipeline(remaining)
             self.run.driver_selected(

@@ -3,8 +3,10 @@
 The skip rules (concepts section 2): Find runs only when the benchmark is not
 resolved yet (natural-language launches); Analyze and Atomize run only when
 there is no scorer to reuse; a replay rewinds to Materialize, so it runs only
-Attach (the new model), Materialize and Report; a fork starts with the Fork
-phase and then runs its parent's plan from the rewind point on.
+Attach (the new model), Materialize and Report, unless its rolling subset grew
+since the parent ran: then it fetches and sets up the current snapshot first
+(the scorer is still the parent's); a fork starts with the Fork phase and then
+runs its parent's plan from the rewind point on.
 """
 
 from typing import Any
@@ -37,9 +39,18 @@ BRIDGE_HARNESSES = ("inspect", "lmeval", "lighteval", "harbor")
 
 
 def plan_phases(
-    mode: str, *, has_impl: bool, from_phase: str | None = None, harness: str | None = None
+    mode: str,
+    *,
+    has_impl: bool,
+    from_phase: str | None = None,
+    harness: str | None = None,
+    new_snapshot: bool = False,
 ) -> list[str]:
-    """The phases a run of ``mode`` executes, in order."""
+    """The phases a run of ``mode`` executes, in order.
+
+    ``new_snapshot``: a replay runs on a newer snapshot of its parent's rolling
+    subset, whose rows it must fetch and set up itself.
+    """
     if harness in BRIDGE_HARNESSES and mode in ("natural_language", "pinned"):
         # The harness brings its dataset and scorer, and its task names the benchmark.
         return ["setup", "attach", "materialize", "report"]
@@ -50,6 +61,8 @@ def plan_phases(
         atomize = [] if has_impl else ["atomize"]
         return ["fetch", *authoring, "setup", "attach", *atomize, "materialize", "report"]
     if mode == "replay":
+        if new_snapshot:
+            return ["fetch", "setup", "attach", "materialize", "report"]
         return ["attach", "materialize", "report"]
     if mode == "fork":
         if from_phase not in FORKABLE_PHASES:
@@ -120,6 +133,18 @@ def narrow_selection(
     allowed = set(selected_indices(parent, total))
     kept = [i for i in indices if i in allowed]
     return {"kind": "indices", "indices": kept, "reason": "replay slice"}
+
+
+def replay_selection(
+    base: dict[str, Any], total: int, indices: list[int] | None, limit: int | None
+) -> dict[str, Any]:
+    """A replay's selection: ``base`` (the parent's, or the whole of a newer
+    snapshot) cut to ``indices``, then to the first ``limit`` of what is left."""
+    selection = narrow_selection(base, total, indices)
+    if limit:
+        chosen = selected_indices(selection, total)[:limit]
+        selection = {"kind": "indices", "indices": chosen, "reason": "replay slice"}
+    return selection
 
 
 def resolve_backend(compute: str | None, default: str, configured_remote: list[str]) -> str:

@@ -131,6 +131,22 @@ class Workspace:
         )
         return reply.sandbox_id
 
+    async def install_scorer(self) -> None:
+        """Write the scorer on record into the live work sandbox, if there is one.
+
+        A sandbox created later gets it anyway (``ensure_sandbox`` puts it on top).
+        """
+        if self.sandbox_id is None:
+            return
+        code = await self.scorer_code()
+        if not code:
+            return
+        result = await self.exec(
+            ["python", "-c", "pass"], files=[SandboxFile(path="task_impl.py", content=code)]
+        )
+        if result.exit_code != 0:
+            raise PhaseError("write_failed", (result.stderr or result.stdout)[-2000:])
+
     def _create(self, files: list[SandboxFile], from_snapshot: str | None = None) -> CreateSandbox:
         return CreateSandbox(
             command_id=self.command_id(),

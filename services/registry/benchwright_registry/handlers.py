@@ -217,7 +217,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
     @router.subscriber(subjects.LIST_BENCHMARKS, queue=QUEUE)
     async def list_benchmarks(query: ListBenchmarks) -> RegistryAnswer:
         def run(app: RegistryApplication) -> RegistryAnswer:
-            page, token = authoring(app).list_benchmarks(query)
+            page, token = app.list_benchmarks(query)
             return RegistryAnswer(benchmarks=page, next_page_token=token)
 
         return await answer(run)
@@ -305,10 +305,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
     @router.subscriber(subjects.READ_IMPL, queue=QUEUE)
     async def read_impl(query: ReadImpl) -> RegistryAnswer:
         def run(app: RegistryApplication) -> RegistryAnswer:
-            found = app.builtin_impl(query.impl_id) or authoring(app).impl(
-                query.account, query.impl_id
-            )
-            view, code = found
+            view, code = app.read_impl(query.account, query.impl_id)
             return RegistryAnswer(impl=view, code=code if query.with_code else None)
 
         return await answer(run)

@@ -6,7 +6,10 @@
   only. ``visibility`` follows ``RunUpdated``; a public run makes its benchmark
   public and holds what it ran (the checks below). Its ``run_tasks`` table holds
   each run's outcome per task index (``MaterializeTaskAggregated``), which is what
-  a task-range read asks.
+  a task-range read asks. ``run_scorers`` and ``scorer_code`` hold the scorers the
+  run logs carry (``SetupArtifact``/``AtomizeArtifact`` code): which impl each run
+  used, and each impl's code once, so an impl a pipeline wrote reads like an
+  authored one (``find_observed_impl``).
 * ``phase_cells``: the phase-cache index (decision 0012), which run recorded the
   work of which phase fingerprint, with each run's account and visibility.
 * ``catalog``: one row per benchmark a listing can show (the built-in catalog,
@@ -18,14 +21,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.projection import Projection, ViewCursor
 
 PUBLIC = "public"
+SCORER_ARTIFACTS = {"SetupArtifact": "setup", "AtomizeArtifact": "atomize"}
 
 
 class RunSummariesProjection(Projection):
     name = "run_summaries"
-    version = 4
+    version = 5
     tables = {
         "run_summaries": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, model TEXT NOT NULL, "
@@ -36,12 +41,22 @@ class RunSummariesProjection(Projection):
             "mode TEXT, parent_run_id TEXT, trials TEXT, total_tasks INTEGER, "
             "tasks INTEGER NOT NULL DEFAULT 0, passed INTEGER NOT NULL DEFAULT 0, "
             "failed INTEGER NOT NULL DEFAULT 0, errored INTEGER NOT NULL DEFAULT 0, "
-            "fingerprint TEXT, started_at TEXT, finished_at TEXT"
+            "fingerprint TEXT, started_at TEXT, finished_at TEXT, driver TEXT"
         ),
         # One row per task index a run has an aggregated result for (the latest wins).
         "run_tasks": (
             "run_id TEXT NOT NULL, idx INTEGER NOT NULL, outcome TEXT NOT NULL, "
             "PRIMARY KEY (run_id, idx)"
+        ),
+        # Which impls a run's log says it scored with (Setup's pinned one, Atomize's own).
+        "run_scorers": (
+            "run_id TEXT NOT NULL, impl_id TEXT NOT NULL, PRIMARY KEY (run_id, impl_id)"
+        ),
+        # Each impl's code once, with the run (and phase, Driver) that first recorded it.
+        "scorer_code": (
+            "impl_id TEXT PRIMARY KEY, benchmark_id TEXT NOT NULL, subset_id TEXT, "
+            "run_id TEXT NOT NULL, phase TEXT NOT NULL, driver TEXT, kind TEXT, "
+            "code TEXT NOT NULL, sha256 TEXT NOT NULL, recorded_at TEXT"
         ),
     }
     indexes = (
@@ -49,6 +64,7 @@ class RunSummariesProjection(Projection):
         "run_summaries(visibility)",
         "run_summaries(subset_id, model)",
         "run_summaries(impl_id, model)",
+        "run_scorers(impl_id)",
     )
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
@@ -88,7 +104,13 @@ class RunSummariesProjection(Projection):
                     run_id,
                 ],
             )
+        elif kind == "DriverSelected":
+            cur.execute(
+                f"UPDATE {table} SET driver = ? WHERE run_id = ?", [data.get("driver"), run_id]
+            )
         elif kind in ("SetupArtifact", "AtomizeArtifact", "DatasetTasksArtifact"):
+            if kind in SCORER_ARTIFACTS and data.get("impl_id") and data.get("code"):
+                _record_scorer(cur, str(run_id), kind, data, _ts(message))
             column = "launched_subset_id" if kind == "DatasetTasksArtifact" else "impl_seen"
             value = data.get("subset_id" if kind == "DatasetTasksArtifact" else "impl_id")
             if value:
@@ -112,6 +134,13 @@ class RunSummariesProjection(Projection):
         elif kind == "RunDeleted":
             cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
             cur.execute(f"DELETE FROM {cur.table('run_tasks')} WHERE run_id = ?", [run_id])
+            scorers = cur.table("run_scorers")
+            cur.execute(f"DELETE FROM {scorers} WHERE run_id = ?", [run_id])
+            # Code no remaining run used goes with its last run.
+            cur.execute(
+                f"DELETE FROM {cur.table('scorer_code')} WHERE impl_id NOT IN "
+                f"(SELECT impl_id FROM {scorers})"
+            )
         elif kind == "PipelineFinished":
             summary = data.get("summary") or {}
             cur.execute(
@@ -133,6 +162,68 @@ class RunSummariesProjection(Projection):
                     run_id,
                 ],
             )
+
+
+def _record_scorer(
+    cur: ViewCursor, run_id: str, kind: str, data: dict[str, Any], at: str | None
+) -> None:
+    """Note that ``run_id`` scored with the artifact's impl, and keep the impl's code.
+
+    The first run to record an impl's code is its writer (an inherited artifact names
+    the run it came from); the same code under the same benchmark is the same impl id,
+    so later runs only add their use.
+    """
+    impl_id = str(data["impl_id"])
+    code = str(data["code"])
+    cur.execute(
+        f"INSERT INTO {cur.table('run_scorers')} (run_id, impl_id) VALUES (?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [run_id, impl_id],
+    )
+    cur.execute(
+        "SELECT launched_benchmark_id, launched_subset_id, driver "
+        f"FROM {cur.table('run_summaries')} WHERE run_id = ?",
+        [run_id],
+    )
+    run = cur.fetchone() or {}
+    inherited = data.get("inherited_from")
+    cur.execute(
+        f"INSERT INTO {cur.table('scorer_code')} (impl_id, benchmark_id, subset_id, run_id, "
+        "phase, driver, kind, code, sha256, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (impl_id) DO NOTHING",
+        [
+            impl_id,
+            run.get("launched_benchmark_id") or impl_id.rsplit(":", 1)[0],
+            run.get("launched_subset_id"),
+            str(inherited or run_id),
+            SCORER_ARTIFACTS[kind],
+            None if inherited else run.get("driver"),
+            data.get("kind"),
+            code,
+            sha256_hex(code),
+            at,
+        ],
+    )
+
+
+def find_observed_impl(cur: ViewCursor, impl_id: str, account: str) -> dict[str, Any] | None:
+    """An impl a run log recorded, if ``account`` ran with it or one of its runs is public.
+
+    The row is ``scorer_code``'s, with ``public`` (whether a public run used it).
+    """
+    runs, scorers = cur.table("run_summaries"), cur.table("run_scorers")
+    cur.execute(
+        f"SELECT c.*, (SELECT COUNT(*) FROM {scorers} s JOIN {runs} r ON r.run_id = s.run_id "
+        f"WHERE s.impl_id = c.impl_id AND r.visibility = ?) AS public_runs, "
+        f"(SELECT COUNT(*) FROM {scorers} s JOIN {runs} r ON r.run_id = s.run_id "
+        f"WHERE s.impl_id = c.impl_id AND r.account = ?) AS own_runs "
+        f"FROM {cur.table('scorer_code')} c WHERE c.impl_id = ?",
+        [PUBLIC, account, impl_id],
+    )
+    row = cur.fetchone()
+    if row is None or not (int(row["public_runs"]) or int(row["own_runs"])):
+        return None
+    return {**row, "public": bool(int(row["public_runs"]))}
 
 
 def _ts(message: dict[str, Any]) -> str | None:

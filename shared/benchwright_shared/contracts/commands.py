@@ -51,6 +51,8 @@ class LaunchRun(Contract):
     limits: dict[str, dict[str, float]] = Field(default_factory=dict)
     parent_run_id: str | None = None
     # Replay: ``{"indices": [...] | None, "task_ids": [...], "only_failed": bool}``.
+    # A replay's ``subset_id``, when set, is a newer snapshot of the parent's rolling
+    # subset to run on instead of the parent's (decision 0021).
     replay: dict[str, Any] | None = None
     # Fork: ``{"description": str, "from_phase": str}``.
     fork: dict[str, Any] | None = None

@@ -257,6 +257,8 @@ class BenchmarkView(BaseModel):
     description: str = ""
     category: str = ""
     tags: list[str] = Field(default_factory=list)
+    # Other names a launch or a search may use (the built-in catalog's, e.g. "bfcl v4").
+    aliases: list[str] = Field(default_factory=list)
     # The owning account; None for the built-in catalog.
     owner: str | None = None
     # Derived from runs: public once one of its runs is public.

@@ -100,6 +100,19 @@ class _View(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class KindTally(_View):
+    """One task kind's share of a run (composite subsets, whose rows carry ``input.kind``).
+
+    ``pass_rate`` is over passed + failed, as in the run's summary: errors stay out.
+    """
+
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    total: int = 0
+    pass_rate: float | None = None
+
+
 class RegistryRun(_View):
     """A finished run as the registry keys it: (benchmark, subset, impl) and the model."""
 
@@ -124,6 +137,8 @@ class RegistryRun(_View):
     derived_from: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # Per task kind, when the subset's rows carry ``input.kind``; None otherwise.
+    by_kind: dict[str, KindTally] | None = None
 
 
 class RegistryRunList(_View):
@@ -148,6 +163,8 @@ class LeaderboardRow(_View):
     # How many public runs of this model the best was chosen from.
     runs: int = 1
     finished_at: datetime | None = None
+    # The best run per task kind, when the subset's rows carry ``input.kind``.
+    by_kind: dict[str, KindTally] | None = None
 
 
 class Leaderboard(_View):

@@ -4,7 +4,9 @@ resume, review answers and deletion.
 The gateway checks what it can answer from its own read models (the caller
 owns the parent run, the slice names real tasks, the run is in a state that
 takes this command) and sends one command to the orchestrator; everything
-else happens in the run's pipeline and shows in its log.
+else happens in the run's pipeline and shows in its log. A replay of a run on a
+rolling subset that grew since is the exception: the registry says which
+snapshot is current, and the replay runs on it.
 """
 
 import json
@@ -28,18 +30,22 @@ from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     DeleteRun,
+    GetSubsetRows,
     LaunchRun,
     ResolveBenchmark,
     ResolveRunHalt,
+    SubsetRows,
     SutRef,
     UpdateRun,
 )
 from benchwright_shared.contracts.billing import BalanceView, ReadBalance
+from benchwright_shared.contracts.registry import ReadSubset, RegistryAnswer
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.scoring import DEFAULT_TRIALS
 from benchwright_shared.visibility import publish_problem
 
 QUERY_TIMEOUT_S = 10.0
+ROWS_PER_QUERY = 200  # the most GetSubsetRows answers at once
 REVIEW_HALTS = ("agent_review", "restart_cap_exceeded")
 
 
@@ -228,10 +234,15 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 field="replay.from_run",
                 code="replay_source_not_ready",
             )
-        indices = await slice_indices(replay.from_run, replay.task_ids, replay.only_failed)
+        snapshot = await current_snapshot(caller, parent.get("subset_id"))
+        indices = await slice_indices(
+            replay.from_run, replay.task_ids, replay.only_failed, snapshot
+        )
         return LaunchRun(
             mode="replay",
             parent_run_id=replay.from_run,
+            # None: the parent's snapshot, inherited with the rest of its dataset.
+            subset_id=snapshot,
             replay={
                 "indices": indices,
                 "task_ids": replay.task_ids,
@@ -240,30 +251,76 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             **common,
         )
 
+    async def current_snapshot(caller: Principal, pinned: str | None) -> str | None:
+        """The snapshot a replay runs on when the parent's is no longer its rolling
+        subset's current one; None when the parent's rows are still the rows to run
+        (a frozen subset, a built-in, or one the caller can no longer read)."""
+        if not pinned:
+            return None
+        answer = await ask(
+            ctx.bus(),
+            ReadSubset(account=caller.account, subset_id=pinned),
+            RegistryAnswer,
+            timeout=QUERY_TIMEOUT_S,
+        )
+        view = answer.subset
+        if answer.problem or view is None or not view.rolling or view.snapshot_id == pinned:
+            return None
+        return view.snapshot_id
+
     async def slice_indices(
-        run_id: str, task_ids: list[str] | None, only_failed: bool
+        run_id: str, task_ids: list[str] | None, only_failed: bool, snapshot: str | None
     ) -> list[int] | None:
-        """The row indices a replay slice names, checked against the parent's tasks."""
+        """The row indices a replay slice names, checked against the parent's tasks, or,
+        on a newer ``snapshot`` of its rolling subset, against that snapshot's rows.
+        ``only_failed`` keeps the rows the parent failed."""
         if task_ids is None and not only_failed:
             return None
         outcomes: dict[int, tuple[str, str]] = await ctx.read(views.latest_outcomes, run_id)
         by_task = {task_id: index for index, (task_id, _) in outcomes.items()}
         chosen = set(outcomes)
         if task_ids is not None:
+            missing = {t for t in task_ids if t not in by_task}
+            if missing and snapshot:
+                # Appends never renumber rows: the parent's indices hold on the new snapshot.
+                by_task.update(await row_indices(snapshot, missing))
             unknown = [t for t in task_ids if t not in by_task]
             if unknown:
                 raise ProblemError(
                     400,
                     "unknown task ids",
-                    f"run {run_id} has no tasks {', '.join(unknown[:5])}"
+                    (f"subset {snapshot}" if snapshot else f"run {run_id}")
+                    + f" has no tasks {', '.join(unknown[:5])}"
                     + (f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""),
                     field="replay.task_ids",
                     code="invalid_argument",
                 )
             chosen = {by_task[t] for t in task_ids}
         if only_failed:
-            chosen = {i for i in chosen if outcomes[i][1] != "pass"}
+            chosen = {i for i in chosen if i in outcomes and outcomes[i][1] != "pass"}
         return sorted(chosen)
+
+    async def row_indices(snapshot: str, wanted: set[str]) -> dict[str, int]:
+        """Where the ``wanted`` task ids sit in ``snapshot``'s rows (those it has)."""
+        found: dict[str, int] = {}
+        offset = 0
+        while wanted - found.keys():
+            page = await ask(
+                ctx.bus(),
+                GetSubsetRows(subset_id=snapshot, offset=offset, limit=ROWS_PER_QUERY),
+                SubsetRows,
+                timeout=QUERY_TIMEOUT_S,
+            )
+            if page.problem or not page.rows:
+                break
+            for index, row in enumerate(page.rows, start=offset):
+                task_id = str(row.get("task_id", index))  # as the runtime names a row
+                if task_id in wanted:
+                    found.setdefault(task_id, index)
+            offset += len(page.rows)
+            if offset >= page.total:
+                break
+        return found
 
     @router.post("/{run_id}/fork", status_code=201)
     async def fork(

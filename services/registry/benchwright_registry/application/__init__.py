@@ -28,6 +28,7 @@ from benchwright_registry.domain import (
     make_benchmark,
     make_subset,
 )
+from benchwright_registry.domain.authoring import not_found
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     CatalogBenchmarkEntry,
@@ -41,7 +42,12 @@ from benchwright_shared.contracts import (
     SubsetRows,
 )
 from benchwright_shared.contracts.base import Problem
-from benchwright_shared.contracts.registry import BenchmarkView, ImplView, SubsetView
+from benchwright_shared.contracts.registry import (
+    BenchmarkView,
+    ImplView,
+    ListBenchmarks,
+    SubsetView,
+)
 from benchwright_shared.subjects import DATASETS_BUCKET
 
 __all__ = [
@@ -264,6 +270,45 @@ class RegistryApplication:
         code, sha256 = authored
         return ImplCode(impl_id=query.impl_id, code=code, sha256=sha256)
 
+    # -- registry reads across the catalog, the authored store and the run logs ---------------
+    def _authoring(self) -> AuthoringApplication:
+        if self.authoring is None:
+            raise AuthoringError(503, "authoring unavailable", "this registry has no store")
+        return self.authoring
+
+    def list_benchmarks(self, query: ListBenchmarks) -> tuple[list[BenchmarkView], str | None]:
+        """A page of the benchmarks the caller may see, the built-in ones with their aliases
+        (so a client-side search by a familiar name, "BFCL v4", finds "BFCL")."""
+        page, token = self._authoring().list_benchmarks(query)
+        return [self._with_aliases(view) for view in page], token
+
+    def _with_aliases(self, view: BenchmarkView) -> BenchmarkView:
+        bm = self.catalog.benchmarks.get(view.id) if view.builtin else None
+        if bm is None or not bm.aliases:
+            return view
+        return view.model_copy(update={"aliases": list(bm.aliases)})
+
+    def read_impl(self, account: str, impl_id: str) -> tuple[ImplView, str]:
+        """An impl and its code: built-in, authored, else one a run's log recorded (the
+        scorer a Driver wrote in Atomize) that the caller ran with or a public run used.
+
+        An id the authored store knows is its to answer: a deleted or private authored
+        impl stays missing even to an account whose run used it.
+        """
+        builtin = self.builtin_impl(impl_id)
+        if builtin is not None:
+            return builtin
+        authoring = self._authoring()
+        try:
+            return authoring.impl(account, impl_id)
+        except AuthoringError as exc:
+            if exc.status != 404 or authoring.impl_code(impl_id) is not None:
+                raise
+        observed = self.reads.observed_impl(account, impl_id)
+        if observed is None:
+            raise not_found("impl", impl_id, "impl_id")
+        return observed
+
     # -- registry reads of the built-in catalog ----------------------------------------------
     def builtin_benchmark(self, benchmark_id: str) -> BenchmarkView | None:
         """A built-in benchmark as the registry API shows it (public, owned by no one)."""
@@ -277,6 +322,7 @@ class RegistryApplication:
             description=bm.description,
             category=bm.category,
             tags=list(bm.tags),
+            aliases=list(bm.aliases),
             owner=None,
             visibility="public",
             builtin=True,

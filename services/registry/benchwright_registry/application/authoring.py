@@ -806,6 +806,14 @@ class AuthoringApplication(Application[uuid.UUID]):
         count = int(snapshot["task_count"])
         return tasks_jsonl(subset.rows[:count]), count, str(snapshot["content_sha256"])
 
+    def snapshot_rows(self, snapshot_id: str) -> Rows | None:
+        """A snapshot's task rows (deleted or not), or None for an id the store never had."""
+        found = self._subset(snapshot_id)
+        if found is None:
+            return None
+        subset, snapshot = found
+        return [dict(r) for r in subset.rows[: int(snapshot["task_count"])]]
+
     def impl_code(self, impl_id: str) -> tuple[str, str] | None:
         """An impl's (code, sha256), deleted or not: a run that pinned it still runs it."""
         impl = self._get(AuthoredImpl, AuthoredImpl.create_id(impl_id))

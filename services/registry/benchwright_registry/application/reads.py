@@ -11,12 +11,18 @@ terminal (concepts §6, §7). Who sees what:
 * a leaderboard shows public runs only: a subset of a private benchmark has none;
 * a subset, impl or benchmark the caller may not read answers 404 exactly like a
   missing one, unless the caller can see runs that reference it (a pipeline-written
-  impl is never registered, yet its runs list by it).
+  impl is never registered, yet its runs list by it);
+* an impl a pipeline wrote (a run log's Atomize or Setup code, ``scorer_code``) reads
+  like an authored one (``observed_impl``): the caller's if one of its runs used it,
+  everyone's once one of its runs is public;
+* a run over a subset whose rows carry a kind (``input.kind``, the composite shape)
+  carries a per-kind breakdown (``by_kind``) in listings and on the leaderboard.
 
 Calls are synchronous: the service runs them on its store thread.
 """
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -28,7 +34,7 @@ from benchwright_registry.application.authoring import (
 )
 from benchwright_registry.domain import AuthoringError, Catalog
 from benchwright_registry.domain.authoring import not_found
-from benchwright_registry.projections import PUBLIC, find_cell
+from benchwright_registry.projections import PUBLIC, find_cell, find_observed_impl
 from benchwright_shared.contracts.registry import CreateImpl, ImplView
 from benchwright_shared.contracts.registry_reads import (
     CompareImpl,
@@ -36,6 +42,7 @@ from benchwright_shared.contracts.registry_reads import (
     ComparisonRow,
     CreateImplFromRun,
     FindPhaseCell,
+    KindTally,
     Leaderboard,
     LeaderboardRow,
     ListRegistryRuns,
@@ -63,6 +70,9 @@ RUN_COLUMNS = (
     "started_at, finished_at, total_tasks"
 )
 RUNS_SORT = "-finished_at"
+# Subset snapshots whose row kinds are kept in memory (snapshots never change).
+KINDS_CACHE_SIZE = 64
+OUTCOMES = ("pass", "fail", "err")
 
 
 def _invalid(detail: str, field: str) -> AuthoringError:
@@ -77,7 +87,29 @@ def _time(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
 
 
-def _run(row: dict[str, Any], account: str) -> RegistryRun:
+def row_kind(row: dict[str, Any]) -> str | None:
+    """A task row's kind: ``input.kind`` (or ``expected.kind``), as composites carry it."""
+    for part in ("input", "expected"):
+        value = row.get(part)
+        if isinstance(value, dict) and isinstance(value.get("kind"), str) and value["kind"]:
+            return str(value["kind"])
+    return None
+
+
+def _tally(counts: dict[str, int]) -> KindTally:
+    judged = counts["pass"] + counts["fail"]
+    return KindTally(
+        passed=counts["pass"],
+        failed=counts["fail"],
+        errored=counts["err"],
+        total=sum(counts.values()),
+        pass_rate=counts["pass"] / judged if judged else None,
+    )
+
+
+def _run(
+    row: dict[str, Any], account: str, by_kind: dict[str, KindTally] | None = None
+) -> RegistryRun:
     return RegistryRun(
         run_id=str(row["run_id"]),
         model=str(row["model"]),
@@ -98,6 +130,7 @@ def _run(row: dict[str, Any], account: str) -> RegistryRun:
         derived_from=row["parent_run_id"],
         started_at=_time(row["started_at"]),
         finished_at=_time(row["finished_at"]),
+        by_kind=by_kind,
     )
 
 
@@ -114,6 +147,8 @@ class RegistryReads:
         self.catalog = catalog
         self.authoring = authoring
         self._views = views if views is not None else (authoring.views if authoring else None)
+        # snapshot id -> each row's kind by index (None: its rows carry no kinds).
+        self._kinds: OrderedDict[str, dict[int, str] | None] = OrderedDict()
 
     @property
     def views(self) -> ProjectionStore:
@@ -163,6 +198,8 @@ class RegistryReads:
                 return
             except AuthoringError:
                 pass
+        if self._observed(account, impl_id) is not None:
+            return
         if not self._referenced(account, "impl_id", impl_id):
             raise not_found("impl", impl_id, "impl_id")
 
@@ -245,7 +282,11 @@ class RegistryReads:
         rows, token = self._visible_runs(
             query.account, where, params, limit=limit, page_token=query.page_token
         )
-        return RegistryRunList(runs=[_run(r, query.account) for r in rows], next_page_token=token)
+        kinds = self._kind_tallies(rows)
+        return RegistryRunList(
+            runs=[_run(r, query.account, kinds.get(str(r["run_id"]))) for r in rows],
+            next_page_token=token,
+        )
 
     # -- leaderboards ---------------------------------------------------------------------
     def leaderboard(self, query: ReadLeaderboard) -> Leaderboard:
@@ -280,6 +321,7 @@ class RegistryReads:
         for row in found:
             best.setdefault(row["model"], row)
             counts[row["model"]] = counts.get(row["model"], 0) + 1
+        kinds = self._kind_tallies(list(best.values()))
         rows: list[LeaderboardRow] = []
         for position, row in enumerate(best.values(), start=1):
             tied = bool(rows) and rows[-1].pass_rate == float(row["pass_rate"])
@@ -297,6 +339,7 @@ class RegistryReads:
                     errored=int(row["errored"] or 0),
                     runs=counts[row["model"]],
                     finished_at=_time(row["finished_at"]),
+                    by_kind=kinds.get(str(row["run_id"])),
                 )
             )
         if benchmark_id is None and found:
@@ -307,6 +350,101 @@ class RegistryReads:
             snapshot_ids=snapshots,
             rows=rows,
         )
+
+    # -- per-kind breakdowns ----------------------------------------------------------------
+    def _snapshot_kinds(self, snapshot_id: str) -> dict[int, str] | None:
+        """Each row's kind by index, for an authored snapshot whose rows carry one.
+
+        Kept in memory (a snapshot never changes); the built-in catalog's rows carry
+        no kinds and are not read.
+        """
+        if snapshot_id in self._kinds:
+            self._kinds.move_to_end(snapshot_id)
+            return self._kinds[snapshot_id]
+        rows = None
+        if snapshot_id not in self.catalog.subsets and self.authoring is not None:
+            rows = self.authoring.snapshot_rows(snapshot_id)
+        kinds = {i: k for i, row in enumerate(rows or []) if (k := row_kind(row))} or None
+        self._kinds[snapshot_id] = kinds
+        while len(self._kinds) > KINDS_CACHE_SIZE:
+            self._kinds.popitem(last=False)
+        return kinds
+
+    def _kind_tallies(self, rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, KindTally]]:
+        """Per run of ``rows`` (run views) over a subset whose rows carry kinds: its
+        outcomes per kind, from ``run_tasks``. One query for all of them."""
+        kinds_of: dict[str, dict[int, str]] = {}
+        for row in rows:
+            kinds = self._snapshot_kinds(str(row["subset_id"])) if row["subset_id"] else None
+            if kinds:
+                kinds_of[str(row["run_id"])] = kinds
+        if not kinds_of:
+            return {}
+        run_ids = list(kinds_of)
+
+        def select(cur: ViewCursor) -> list[dict[str, Any]]:
+            cur.execute(
+                f"SELECT run_id, idx, outcome FROM {cur.table('run_tasks')} "
+                f"WHERE run_id IN ({_marks(run_ids)})",
+                run_ids,
+            )
+            return cur.fetchall()
+
+        counts: dict[str, dict[str, dict[str, int]]] = {}
+        for task in self.views.read(select):
+            run_id = str(task["run_id"])
+            kind = kinds_of[run_id].get(int(task["idx"]))
+            outcome = str(task["outcome"])
+            if kind is None or outcome not in OUTCOMES:
+                continue
+            per_kind = counts.setdefault(run_id, {})
+            per_kind.setdefault(kind, dict.fromkeys(OUTCOMES, 0))[outcome] += 1
+        return {
+            run_id: {kind: _tally(c) for kind, c in sorted(per_kind.items())}
+            for run_id, per_kind in counts.items()
+        }
+
+    # -- impls the pipeline wrote ------------------------------------------------------------
+    def _observed(self, account: str, impl_id: str) -> dict[str, Any] | None:
+        return self.views.read(lambda cur: find_observed_impl(cur, impl_id, account))
+
+    def observed_impl(self, account: str, impl_id: str) -> tuple[ImplView, str] | None:
+        """An impl a run's log recorded (the code Atomize wrote, or Setup installed) and
+        its code, if the caller ran with it or one of its runs is public.
+
+        Its id is the pipeline's, ``<benchmark_id>:<12 hex of sha256(code)>``, the
+        same address ``impls.create`` gives the same code under the same benchmark.
+        The label says which Driver wrote it for which run.
+        """
+        found = self._observed(account, impl_id)
+        if found is None:
+            return None
+        run_id, driver, kind = found["run_id"], found["driver"], found["kind"]
+        if found["phase"] == "atomize":
+            by = f"the {driver} Driver" if driver else "a Driver"
+            label = f"written by {by} for run {run_id}"
+            description = (
+                f"the scorer Atomize wrote for run {run_id}"
+                + (f" ({kind} tasks)" if kind else "")
+                + "; recorded in the run's log"
+            )
+        else:
+            label = f"installed by Setup for run {run_id}"
+            description = f"the scorer run {run_id} installed; recorded in the run's log"
+        code = str(found["code"])
+        view = ImplView(
+            id=impl_id,
+            benchmark_id=str(found["benchmark_id"]),
+            subset_id=found["subset_id"],
+            label=label,
+            description=description,
+            official=False,
+            sha256=str(found["sha256"]),
+            size_bytes=len(code.encode()),
+            visibility="public" if found["public"] else "private",
+            created_at=_time(found["recorded_at"]),
+        )
+        return view, code
 
     # -- same-impl comparison ---------------------------------------------------------------
     def compare(self, query: CompareImpl) -> Comparison:
