@@ -185,3 +185,33 @@ async def test_scorers_can_import_requests_and_nothing_else_of_the_platform(
     assert found["platform"] == []
     assert written in ("OSError", "PermissionError")
     await backend.kill("s1")
+
+
+async def test_a_scorer_run_by_the_runner_imports_requests(tmp_path: Path) -> None:
+    """bench_runner starts with -E (PYTHONPATH ignored): the libraries still load."""
+    from benchwright_sandbox_manager.runtime import runtime_files
+
+    backend = get_backend("local", tmp_path)
+    await backend.create("s1")
+    for name, text in runtime_files().items():
+        await backend.put_file("s1", name, text.encode())
+    scorer = (
+        "import requests\n"
+        "from bench_task import BenchTask\n\n"
+        "class Task(BenchTask):\n"
+        "    def solve(self, index, input):\n"
+        "        return requests.__name__\n\n"
+        "    def score(self, index, output, expected):\n"
+        "        return 1.0 if output == expected else 0.0\n"
+    )
+    await backend.put_file("s1", "task_impl.py", scorer.encode())
+    row = '{"task_id": "t0", "input": {}, "expected": "requests"}\n'
+    await backend.put_file("s1", "tasks.jsonl", row.encode())
+    argv = ["python", "-E", "-s", "bench_runner.py"]
+    argv += ["--impl", "task_impl.py", "--data", "tasks.jsonl"]
+    lines = await collect(
+        backend, "s1", argv, stdin_lines=['{"index": 0, "trial": 0}'], env={}, timeout_s=60
+    )
+    result = __import__("json").loads(lines[-1])
+    assert result["outcome"] == "pass", result
+    await backend.kill("s1")

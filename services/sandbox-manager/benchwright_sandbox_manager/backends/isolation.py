@@ -108,6 +108,8 @@ class Bubblewrap:
             "HOME": bwrap.SANDBOX_WORKDIR,
             # The runtime (bench_task, bench_runner) sits at the top of the sandbox.
             "PYTHONPATH": f"{bwrap.SANDBOX_WORKDIR}:{bwrap.SCORER_SITE}",
+            # What bench_runner (started with -E, so blind to PYTHONPATH) adds.
+            "BW_SCORER_PATH": bwrap.SCORER_SITE,
             **plan.env,
         }
         env_bytes = json.dumps(sandbox_env).encode()

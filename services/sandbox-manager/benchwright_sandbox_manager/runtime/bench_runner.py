@@ -26,6 +26,11 @@ OUTPUT_LIMIT = 65536
 
 
 def load_task(impl_path: str) -> Any:
+    # The runner starts with -E (no PYTHON* variables): the libraries scorers may
+    # import (``requests``...) are named by the sandbox in BW_SCORER_PATH instead.
+    for place in os.environ.get("BW_SCORER_PATH", "").split(os.pathsep):
+        if place and place not in sys.path:
+            sys.path.append(place)
     spec = importlib.util.spec_from_file_location("task_impl", impl_path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {impl_path}")
