@@ -34,13 +34,16 @@ async def test_exec_reports_exit_code_output_and_a_scrubbed_env(
     env = __import__("json").loads(result.stdout)
     assert env["BW_MODEL_MODEL"] == "m"
     assert "BW_OPENROUTER_API_KEY" not in env and "sk-must-not-leak" not in result.stdout
-    # The sandbox's own directory, at the same place in every sandbox.
-    assert env["HOME"] == "/work" == env["PYTHONPATH"]
+    # The sandbox's own directory, at the same place in every sandbox, and the
+    # read-only scorer libraries after it.
+    assert env["HOME"] == "/work"
+    assert env["PYTHONPATH"] == "/work:/opt/benchwright/site" == "/work:" + env["BW_SCORER_PATH"]
     assert set(env) <= {
         "PATH",
         "LANG",
         "HOME",
         "PYTHONPATH",
+        "BW_SCORER_PATH",
         "PYTHONUNBUFFERED",
         "PYTHONDONTWRITEBYTECODE",
         "BW_MODEL_MODEL",
