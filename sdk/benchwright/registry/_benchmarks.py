@@ -6,7 +6,13 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 from .._async_http import AsyncHTTP
 from .._http import SyncHTTP
-from ..resources._common import new_idempotency_key, parse, path_id
+from ..resources._common import (
+    follow_pages,
+    follow_pages_async,
+    new_idempotency_key,
+    parse,
+    path_id,
+)
 from ._bodies import (
     FIND_SCAN,
     _benchmark_body,
@@ -78,13 +84,9 @@ class Benchmarks:
 
     def iter(self, tag: str | None = None, sort: str | None = None) -> Iterator[Benchmark]:
         """Every benchmark :meth:`list` would show, following the page tokens."""
-        token: str | None = None
-        while True:
-            page = self.list(tag=tag, sort=sort, limit=100, page_token=token)
-            yield from page.data
-            token = page.next_page_token
-            if token is None:
-                return
+        return follow_pages(
+            lambda token: self.list(tag=tag, sort=sort, limit=100, page_token=token)
+        )
 
     def find(self, name: str) -> Benchmark | None:
         """A client-side convenience: scans the first 100 rows of :meth:`list` for an
@@ -185,14 +187,10 @@ class AsyncBenchmarks:
         self, tag: str | None = None, sort: str | None = None
     ) -> AsyncIterator[Benchmark]:
         """See :meth:`Benchmarks.iter`."""
-        token: str | None = None
-        while True:
-            page = await self.list(tag=tag, sort=sort, limit=100, page_token=token)
-            for benchmark in page.data:
-                yield benchmark
-            token = page.next_page_token
-            if token is None:
-                return
+        async for item in follow_pages_async(
+            lambda token: self.list(tag=tag, sort=sort, limit=100, page_token=token)
+        ):
+            yield item
 
     async def find(self, name: str) -> Benchmark | None:
         """See :meth:`Benchmarks.find`."""

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from .._async_http import AsyncHTTP
 from .._http import SyncHTTP
-from ..resources._common import parse, path_id
+from ..resources._common import follow_pages, follow_pages_async, parse, path_id
 from ._bodies import (
     JSON_ONLY,
     _from_run_body,
@@ -121,13 +121,9 @@ class Impls:
 
     def iter_runs(self, imp_id: str, *, model: str | None = None) -> Iterator[RegistryRun]:
         """Every run :meth:`runs` would list, following the page tokens."""
-        token: str | None = None
-        while True:
-            page = self.runs(imp_id, model=model, limit=100, page_token=token)
-            yield from page.data
-            token = page.next_page_token
-            if token is None:
-                return
+        return follow_pages(
+            lambda token: self.runs(imp_id, model=model, limit=100, page_token=token)
+        )
 
     def compare(self, imp_id: str, *, subset: str | None = None) -> ImplComparison:
         """The same-impl comparison view: the runs that share this impl, side by side by
@@ -230,14 +226,10 @@ class AsyncImpls:
         self, imp_id: str, *, model: str | None = None
     ) -> AsyncIterator[RegistryRun]:
         """See :meth:`Impls.iter_runs`."""
-        token: str | None = None
-        while True:
-            page = await self.runs(imp_id, model=model, limit=100, page_token=token)
-            for run in page.data:
-                yield run
-            token = page.next_page_token
-            if token is None:
-                return
+        async for item in follow_pages_async(
+            lambda token: self.runs(imp_id, model=model, limit=100, page_token=token)
+        ):
+            yield item
 
     async def compare(self, imp_id: str, *, subset: str | None = None) -> ImplComparison:
         """See :meth:`Impls.compare`."""

@@ -8,7 +8,13 @@ from typing import Any
 from .._async_http import AsyncHTTP
 from .._http import SyncHTTP
 from .._models import AttrDict
-from ..resources._common import new_idempotency_key, parse, path_id
+from ..resources._common import (
+    follow_pages,
+    follow_pages_async,
+    new_idempotency_key,
+    parse,
+    path_id,
+)
 from ._bodies import (
     _present,
     _rows,
@@ -162,13 +168,9 @@ class Subsets:
 
     def iter_runs(self, sub_id: str, *, model: str | None = None) -> Iterator[RegistryRun]:
         """Every run :meth:`runs` would list, following the page tokens."""
-        token: str | None = None
-        while True:
-            page = self.runs(sub_id, model=model, limit=100, page_token=token)
-            yield from page.data
-            token = page.next_page_token
-            if token is None:
-                return
+        return follow_pages(
+            lambda token: self.runs(sub_id, model=model, limit=100, page_token=token)
+        )
 
 
 class AsyncSubsets:
@@ -293,11 +295,7 @@ class AsyncSubsets:
         self, sub_id: str, *, model: str | None = None
     ) -> AsyncIterator[RegistryRun]:
         """See :meth:`Subsets.iter_runs`."""
-        token: str | None = None
-        while True:
-            page = await self.runs(sub_id, model=model, limit=100, page_token=token)
-            for run in page.data:
-                yield run
-            token = page.next_page_token
-            if token is None:
-                return
+        async for item in follow_pages_async(
+            lambda token: self.runs(sub_id, model=model, limit=100, page_token=token)
+        ):
+            yield item

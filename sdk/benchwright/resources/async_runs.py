@@ -23,7 +23,14 @@ from .._models import (
     TaskPayload,
     TaskRow,
 )
-from ._common import RunCalls, StreamCursor, WaitClock, parse_sse_event, run_path
+from ._common import (
+    RunCalls,
+    StreamCursor,
+    WaitClock,
+    follow_pages_async,
+    parse_sse_event,
+    run_path,
+)
 
 __all__ = ["AsyncRuns"]
 
@@ -210,14 +217,10 @@ class AsyncRuns:
         self, run_id: str, passed: bool | None = None, page_size: int = 100
     ) -> AsyncIterator[TaskRow]:
         """Yield every task row of the run, fetching pages as needed."""
-        token: str | None = None
-        while True:
-            page = await self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
-            for row in page.data:
-                yield row
-            token = page.next_page_token
-            if not token:
-                return
+        async for item in follow_pages_async(
+            lambda token: self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+        ):
+            yield item
 
     async def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""

@@ -19,7 +19,7 @@ from .._models import (
     TaskPayload,
     TaskRow,
 )
-from ._common import RunCalls, StreamCursor, WaitClock, parse_sse_event, run_path
+from ._common import RunCalls, StreamCursor, WaitClock, follow_pages, parse_sse_event, run_path
 
 __all__ = ["Runs"]
 
@@ -271,13 +271,9 @@ class Runs:
         self, run_id: str, passed: bool | None = None, page_size: int = 100
     ) -> Iterator[TaskRow]:
         """Yield every task row of the run, fetching pages as needed."""
-        token: str | None = None
-        while True:
-            page = self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
-            yield from page.data
-            token = page.next_page_token
-            if not token:
-                return
+        return follow_pages(
+            lambda token: self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+        )
 
     def payload(self, run_id: str, row_id: str) -> TaskPayload:
         """The full input, expected answer and output of one task row."""

@@ -8,9 +8,12 @@ shares, ``runs`` the run calls, ``account`` secrets, host policy, tokens and log
 
 from .account import AccountCalls, HostPolicyCalls, SecretCalls, TokenCalls
 from .base import (
+    Page,
     as_bytes,
     as_text,
     csv_param,
+    follow_pages,
+    follow_pages_async,
     key_header,
     new_idempotency_key,
     parse,
@@ -38,6 +41,7 @@ __all__ = [
     "RUNS",
     "AccountCalls",
     "HostPolicyCalls",
+    "Page",
     "RunCalls",
     "SecretCalls",
     "StreamCursor",
@@ -46,6 +50,8 @@ __all__ = [
     "as_bytes",
     "as_text",
     "csv_param",
+    "follow_pages",
+    "follow_pages_async",
     "key_header",
     "list_params",
     "new_idempotency_key",

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
@@ -14,9 +22,12 @@ from ..._errors import APIResponseError
 from ..._models import AttrDict
 
 __all__ = [
+    "Page",
     "as_bytes",
     "as_text",
     "csv_param",
+    "follow_pages",
+    "follow_pages_async",
     "key_header",
     "new_idempotency_key",
     "parse",
@@ -110,3 +121,38 @@ def as_bytes(data: Any) -> bytes:
 def as_text(data: Any) -> str:
     """A raw answer as text (UTF-8)."""
     return as_bytes(data).decode()
+
+
+class Page[Item](Protocol):
+    """One page of a cursor-paged listing."""
+
+    @property
+    def data(self) -> Sequence[Item]: ...
+
+    @property
+    def next_page_token(self) -> str | None: ...
+
+
+def follow_pages[Item](fetch: Callable[[str | None], Page[Item]]) -> Iterator[Item]:
+    """Every item of a paged listing: ``fetch(token)`` gets one page, from ``None`` on."""
+    token: str | None = None
+    while True:
+        page = fetch(token)
+        yield from page.data
+        token = page.next_page_token
+        if not token:
+            return
+
+
+async def follow_pages_async[Item](
+    fetch: Callable[[str | None], Awaitable[Page[Item]]],
+) -> AsyncIterator[Item]:
+    """The async twin of :func:`follow_pages`."""
+    token: str | None = None
+    while True:
+        page = await fetch(token)
+        for item in page.data:
+            yield item
+        token = page.next_page_token
+        if not token:
+            return
