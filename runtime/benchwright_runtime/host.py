@@ -49,7 +49,7 @@ class ServiceHost:
     async def start(self) -> None:
         await self.broker.connect()
         self._connection = self.broker.connection
-        await declare_streams(jetstream(self.broker))
+        await declare_streams(jetstream(self.broker), replicas=self.settings.nats_replicas)
         await self.broker.start()
         for service in self.services:
             await service.start(self.broker)

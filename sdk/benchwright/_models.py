@@ -248,6 +248,8 @@ class TaskSummary(_Model):
     passed: int = 0
     failed: int = 0
     errored: int = 0
+    # Of ``errored``, the tasks the platform failed (a lost sandbox, an unreachable proxy).
+    infra_errored: int = 0
     pass_rate: float | None = None
     duration_ms_p50: float | None = None
     duration_ms_p95: float | None = None

@@ -5,6 +5,7 @@ routers of plain typed handlers. Streams are declared here, once, so every
 process agrees on them whichever service starts first.
 """
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -16,7 +17,7 @@ from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext as _JS
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, ServiceUnavailableError
 from pydantic import BaseModel
 
 from benchwright_shared import subjects
@@ -77,7 +78,7 @@ def build_broker(settings: Settings, *, name: str) -> NatsBroker:
         raise ValueError("settings.nats_url is not set (the embedded runner sets it)")
     _translate_fetch_timeouts()
     return NatsBroker(
-        settings.nats_url,
+        nats_servers(settings.nats_url),
         name=f"benchwright-{name}",
         logger=logging.getLogger("benchwright.bus"),
         log_level=logging.DEBUG,
@@ -85,7 +86,15 @@ def build_broker(settings: Settings, *, name: str) -> NatsBroker:
     )
 
 
-async def declare_streams(js: JetStreamContext) -> None:
+def nats_servers(url: str) -> list[str]:
+    """``BW_NATS_URL`` as a server list: one URL, or a cluster's, separated by commas."""
+    servers = [part.strip() for part in url.split(",") if part.strip()]
+    if not servers:
+        raise ValueError(f"no NATS server in {url!r}")
+    return servers
+
+
+async def declare_streams(js: JetStreamContext, *, replicas: int = 1) -> None:
     """Create or update the platform's streams (safe to call from every process)."""
     for name, stream_subjects, window in STREAMS:
         config = StreamConfig(
@@ -94,6 +103,7 @@ async def declare_streams(js: JetStreamContext) -> None:
             retention=RetentionPolicy.LIMITS,
             storage=StorageType.FILE,
             duplicate_window=window.total_seconds(),
+            num_replicas=replicas,
         )
         try:
             await js.add_stream(config)
@@ -105,27 +115,74 @@ def jetstream(broker: NatsBroker) -> JetStreamContext:
     return broker.connection.jetstream()
 
 
-async def send_command(broker: NatsBroker, command: Contract) -> None:
-    """Publish a command durably; its ``command_id`` makes a re-send a no-op."""
+async def send_command(
+    broker: NatsBroker, command: Contract, *, subject: str | None = None
+) -> None:
+    """Publish a command durably; its ``command_id`` makes a re-send a no-op.
+
+    ``subject`` sends it somewhere other than its contract's subject (a sandbox
+    command to the copy that holds the sandbox).
+    """
     command_id = command.command_id  # type: ignore[attr-defined]
-    await jetstream(broker).publish(
-        command.subject,
+    await publish_durably(
+        broker,
+        subject or command.subject,
         command.to_bytes(),
         stream=subjects.COMMANDS_STREAM,
-        headers={"Nats-Msg-Id": command_id},
-        timeout=PUBLISH_TIMEOUT_S,
+        msg_id=command_id,
     )
 
 
-async def publish_event(broker: NatsBroker, event: Contract, *, msg_id: str) -> None:
+async def publish_event(
+    broker: NatsBroker, event: Contract, *, msg_id: str, subject: str | None = None
+) -> None:
     """Publish an integration event durably, deduplicated by ``msg_id``."""
-    await jetstream(broker).publish(
-        event.subject,
+    await publish_durably(
+        broker,
+        subject or event.subject,
         event.to_bytes(),
         stream=subjects.EVENTS_STREAM,
-        headers={"Nats-Msg-Id": msg_id},
-        timeout=PUBLISH_TIMEOUT_S,
+        msg_id=msg_id,
     )
+
+
+# While the server is away (restarting, or a cluster electing a leader) a publish is
+# tried again, with growing pauses, for this long; the message id makes a repeat that
+# did land a no-op.
+PUBLISH_RETRY_S = 120.0
+_TRANSIENT = (
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.StaleConnectionError,
+    ServiceUnavailableError,
+    TimeoutError,
+)
+
+
+async def publish_durably(
+    broker: NatsBroker, subject: str, data: bytes, *, stream: str, msg_id: str
+) -> None:
+    """Publish to a stream and wait for its acknowledgement, through a short outage."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PUBLISH_RETRY_S
+    pause = 0.1
+    while True:
+        try:
+            await jetstream(broker).publish(
+                subject,
+                data,
+                stream=stream,
+                headers={"Nats-Msg-Id": msg_id},
+                timeout=PUBLISH_TIMEOUT_S,
+            )
+            return
+        except _TRANSIENT:
+            if loop.time() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
 
 async def ask[T: BaseModel](
@@ -170,6 +227,21 @@ def event_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Hand
     subscriber = router.subscriber(
         subject,
         stream=JStream(subjects.EVENTS_STREAM, declare=False),
+        deliver_policy=DeliverPolicy.NEW,
+        ack_policy=AckPolicy.ACK_FIRST,
+    )
+    return cast(Callable[[Handler], Handler], subscriber)
+
+
+def copy_command_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Handler]:
+    """An ephemeral consumer of commands addressed to this copy alone.
+
+    It starts at the newest message (commands sent before this copy existed were
+    for another) and ends with the copy: a dead copy's commands wait for nobody.
+    """
+    subscriber = router.subscriber(
+        subject,
+        stream=JStream(subjects.COMMANDS_STREAM, declare=False),
         deliver_policy=DeliverPolicy.NEW,
         ack_policy=AckPolicy.ACK_FIRST,
     )

@@ -19,6 +19,11 @@ def new_run_id() -> str:
     return str(uuid.uuid4())
 
 
+def new_command_id() -> str:
+    """A fresh command id; JetStream drops a re-send with the same one."""
+    return str(uuid.uuid4())
+
+
 def stable_uuid(*parts: str) -> uuid.UUID:
     """A UUID5 derived from ``parts``: the same inputs give the same id everywhere."""
     return uuid.uuid5(NAMESPACE, "\x1f".join(parts))

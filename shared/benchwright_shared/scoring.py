@@ -4,6 +4,7 @@ Shared because the orchestrator writes the summary into the log and the
 gateway recomputes it live from task rows; both must agree.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -22,20 +23,24 @@ def percentile(sorted_values: list[int], pct: int) -> int | None:
     return sorted_values[rank - 1]
 
 
-def summarize(outcomes: list[tuple[str, int]]) -> dict[str, Any]:
+def summarize(outcomes: Sequence[tuple[str, int] | tuple[str, int, bool]]) -> dict[str, Any]:
     """Pass rate over passed + failed; errors stay out of the denominator.
 
-    ``outcomes`` holds (outcome, duration_ms) per aggregated task.
+    ``outcomes`` holds (outcome, duration_ms) per aggregated task, optionally with
+    a third item saying the error was the platform's (``benchwright_shared.outcomes``);
+    those are also counted as ``infra_errored``.
     """
-    passed = sum(1 for o, _ in outcomes if o == "pass")
-    failed = sum(1 for o, _ in outcomes if o == "fail")
-    errored = sum(1 for o, _ in outcomes if o == "err")
-    durations = sorted(d for _, d in outcomes)
+    passed = sum(1 for o in outcomes if o[0] == "pass")
+    failed = sum(1 for o in outcomes if o[0] == "fail")
+    errored = sum(1 for o in outcomes if o[0] == "err")
+    infra = sum(1 for o in outcomes if o[0] == "err" and len(o) > 2 and o[2])
+    durations = sorted(o[1] for o in outcomes)
     return {
         "total": len(outcomes),
         "passed": passed,
         "failed": failed,
         "errored": errored,
+        "infra_errored": infra,
         "pass_rate": (passed / (passed + failed)) if passed + failed else None,
         "duration_ms_p50": percentile(durations, 50),
         "duration_ms_p95": percentile(durations, 95),

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # The offline `local` provider.
     local_model_threads: int = 1
     local_model_ctx: int = 2048
+    # The command that runs the local model's worker process (JSON list); unset, the
+    # proxy's own ``python -m benchwright_proxy.providers.local_worker``. Tests put
+    # a worker that crashes here.
+    local_model_worker: list[str] | None = None
 
     # Dollars per million tokens by `<provider>/<model>` (JSON), read by the proxy:
     # prices for self-hosted models and overrides of LiteLLM's table.
@@ -81,6 +85,12 @@ class Settings(BaseSettings):
 
     # JetStream consumer redelivery bound for failing handlers.
     max_deliver: int = 5
+    # Replicas of every stream and bucket the platform creates: 3 on a 3-node
+    # cluster, so losing one node loses nothing (a single server takes 1).
+    nats_replicas: int = Field(default=1, ge=1, le=5)
+    # A copy that stops heartbeating is taken for dead after this many seconds
+    # (docs/decisions/0022): its sandboxes are replaced, its runs taken over.
+    liveness_ttl_s: float = Field(default=5.0, ge=1.0, le=120.0)
 
     # The `local` sandbox backend (bubblewrap; docs/decisions/0013). Limits apply to
     # each command; CPU, memory and file size per process, processes per sandbox.

@@ -45,6 +45,33 @@ MODEL_ATTACHED: Final = "bw.evt.proxy.model_attached.v1"
 MODEL_USAGE_RECORDED: Final = "bw.evt.proxy.model_usage.v1"
 DRIVER_USAGE_RECORDED: Final = "bw.evt.orchestrator.driver_usage.v1"
 
+# A run's sweep results: one subject per run and kind (``task_results``,
+# ``tasks_finished``), so the orchestrator driving the run reads them from the
+# stream in the order they were published, including what came while nobody listened.
+SWEEP_PREFIX: Final = "bw.evt.sandbox.sweep.v1"
+
+
+def sweep_subject(run_id: str, kind: str) -> str:
+    return f"{SWEEP_PREFIX}.{run_id}.{kind}"
+
+
+def sweep_filter(run_id: str) -> str:
+    return f"{SWEEP_PREFIX}.{run_id}.>"
+
+
+# Commands for an existing sandbox go to the sandbox-manager copy that holds it
+# (``SandboxCreated.owner``): ``bw.cmd.sandbox.copy.<copy id>.<verb>.v1``.
+SANDBOX_COPY_PREFIX: Final = "bw.cmd.sandbox.copy"
+
+
+def sandbox_copy_subject(copy_id: str, verb: str) -> str:
+    return f"{SANDBOX_COPY_PREFIX}.{copy_id}.{verb}.v1"
+
+
+def sandbox_copy_filter(copy_id: str) -> str:
+    return f"{SANDBOX_COPY_PREFIX}.{copy_id}.>"
+
+
 # The run event log: one subject per run, relayed from the orchestrator's store.
 RUN_LOG_PREFIX: Final = "bw.run.v1"
 RUN_LOG_ALL: Final = "bw.run.v1.*"

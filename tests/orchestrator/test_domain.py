@@ -120,7 +120,7 @@ def test_the_log_remembers_what_a_resumed_sweep_must_not_redo() -> None:
         trial_scores=[1.0, 1.0],
         aggregator="any_pass",
     )
-    assert run.trial_results == {"0": {"0": [1.0, {}, 5], "1": [1.0, {}, 5]}}
+    assert run.trial_results == {"0": {"0": [1.0, {}, 5, None], "1": [1.0, {}, 5, None]}}
     assert run.aggregated == {"0": "pass"}
     assert run.open_sandboxes == {"sbx_1": "local"}
     run.resume(reason="restarted")

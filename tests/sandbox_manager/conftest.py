@@ -103,11 +103,15 @@ class SandboxService:
             await self.nc.close()
 
     async def _on_reply(self, msg: Msg) -> None:
-        if msg.subject == SandboxTaskResults.subject:
-            batch = SandboxTaskResults.model_validate_json(msg.data)
-            self.results.setdefault(batch.command_id, []).extend(batch.results)
-            return
-        contract = REPLIES.get(msg.subject)
+        if msg.subject.startswith(subjects.SWEEP_PREFIX):
+            # A sweep's batches, then its end, on the run's own subject.
+            if msg.subject.endswith(".task_results"):
+                batch = SandboxTaskResults.model_validate_json(msg.data)
+                self.results.setdefault(batch.command_id, []).extend(batch.results)
+                return
+            contract: type[Contract] | None = SandboxTasksFinished
+        else:
+            contract = REPLIES.get(msg.subject)
         if contract is None:
             return
         reply = contract.model_validate_json(msg.data)

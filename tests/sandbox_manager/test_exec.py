@@ -142,7 +142,7 @@ async def test_exec_refuses_paths_that_escape_the_sandbox(
     # Nothing was written and nothing ran.
     tree = await sandboxes.tree(sandbox_id)
     assert "fine.txt" not in tree and "ran" not in tree
-    root = sandboxes.settings.data_dir / "sandbox-manager" / "sandboxes" / "local"
+    root = sandboxes.service.manager.root / "local"
     assert not (root / "escape.txt").exists() and not (root / "b.txt").exists()
 
 

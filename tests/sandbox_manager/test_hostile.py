@@ -255,7 +255,7 @@ async def test_every_attack_fails_and_the_sweep_finishes_with_err_rows(
     host_secret = tmp_path / "host-secret.txt"
     host_secret.write_text(PROVIDER_KEY)
     data_dir = hostile.settings.data_dir
-    sandboxes_dir = data_dir / "sandbox-manager" / "sandboxes" / "local"
+    sandboxes_dir = hostile.service.manager.root / "local"
     daemon = marker()
     assert hostile.settings.nats_url
     nats_port = int(hostile.settings.nats_url.rsplit(":", 1)[1])
@@ -361,7 +361,7 @@ async def test_a_scorer_filling_the_disk_is_stopped_by_the_quota(
             finished, rows = await sweep(service, sandbox_id, 1, model)
         assert finished.error_type == "sandbox_exec_failed" and rows == {}
         assert "disk quota of 128 MiB" in (finished.detail or "")
-        workdir = settings.data_dir / "sandbox-manager" / "sandboxes" / "local" / sandbox_id
+        workdir = service.service.manager.root / "local" / sandbox_id
         written = sum(f.stat().st_size for f in workdir.glob("fill*.bin"))
         assert 128 << 20 < written < 1 << 30  # stopped within moments of passing the quota
     finally:

@@ -26,7 +26,7 @@ async def test_without_bubblewrap_untrusted_code_is_refused(nats_url: str, tmp_p
         assert isinstance(refused, SandboxCommandFailed)
         assert refused.error_type == "isolation_unavailable"
         assert "not installed" in refused.detail and "BW_SANDBOX_UNISOLATED" in refused.detail
-        local = settings.data_dir / "sandbox-manager" / "sandboxes" / "local"
+        local = service.service.manager.root / "local"
         assert list(local.iterdir()) == []  # nothing was set up
     finally:
         await service.close()

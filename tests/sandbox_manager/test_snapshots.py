@@ -101,5 +101,5 @@ async def test_a_corrupt_snapshot_fails_setup_and_leaves_no_sandbox(
     assert reply.error_type == "sandbox_setup_failed" and "snap_0123456789ab" in reply.detail
     await asyncio.sleep(1.5)  # past the relay's poll: no late SandboxCreated either
     assert not any(isinstance(r, SandboxCreated) for r in sandboxes.replies.values())
-    sandboxes_dir = sandboxes.settings.data_dir / "sandbox-manager" / "sandboxes" / "local"
+    sandboxes_dir = sandboxes.service.manager.root / "local"
     assert list(sandboxes_dir.iterdir()) == []

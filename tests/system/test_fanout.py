@@ -90,8 +90,8 @@ def most_alive(events: list[dict[str, Any]], ids: set[str]) -> int:
 
 def live_sandbox_dirs(platform: Platform) -> list[str]:
     """Sandboxes the local backend still holds on disk (a kill removes its directory)."""
-    root = platform.settings.data_dir / "sandbox-manager" / "sandboxes" / "local"
-    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+    root = platform.settings.data_dir / "sandbox-manager" / "sandboxes"
+    return sorted(p.name for p in root.glob("*/local/*"))
 
 
 async def launch(platform: Platform, body: dict[str, Any]) -> dict[str, Any]:

@@ -332,8 +332,11 @@ async def test_pause_resume_and_delete(platform: Platform) -> None:
         assert resumed.status_code == 202, resumed.text
         done = await platform.wait_terminal(run["id"], timeout=60)
         assert done["status"] == "ok" and done["summary"]["total"] == 30
-        # Tasks finished before the pause were not sent to the model again; the rest were.
-        assert server.state["calls"] - calls_when_paused == 30 - len(before)
+        # Tasks finished before the pause were not sent again; the rest were, and the
+        # calls the pause cut off were answered from the proxy's record of them: the
+        # model was asked once per task.
+        assert calls_when_paused < 30
+        assert server.state["calls"] == 30
         events = await events_of(client, run["id"])
         assert "HaltCleared" in {e["type"] for e in events}
         results = [e for e in events if e["type"] == "MaterializeTaskResult"]

@@ -64,10 +64,13 @@ def _rate(summary: TaskSummary) -> str:
 
 def summary_line(summary: TaskSummary) -> str:
     """``164/200 passed (82.0%), 36 failed, 0 errored``."""
-    return (
+    line = (
         f"{summary.passed}/{summary.total} passed ({_rate(summary)}), "
         f"{summary.failed} failed, {summary.errored} errored"
     )
+    if summary.infra_errored:
+        line += f" ({summary.infra_errored} by the platform, not the model)"
+    return line
 
 
 def run_table(run: Run, summary: TaskSummary | None = None) -> Table:
@@ -95,6 +98,7 @@ def run_table(run: Run, summary: TaskSummary | None = None) -> Table:
             ("passed", summary.passed),
             ("failed", summary.failed),
             ("errored", summary.errored),
+            *([("by the platform", summary.infra_errored)] if summary.infra_errored else []),
             ("pass rate", _rate(summary)),
             ("p50 / p95", f"{_ms(summary.duration_ms_p50)} / {_ms(summary.duration_ms_p95)}"),
         ]

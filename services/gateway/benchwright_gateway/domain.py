@@ -185,8 +185,14 @@ def body_fingerprint(body: dict[str, Any]) -> str:
     return sha256_hex(canonical_json(body))
 
 
-def display_status(status: str, halted: bool, halt_reason: str | None) -> str:
-    """One field that reads right for every state, pauses included."""
+def display_status(
+    status: str, halted: bool, halt_reason: str | None, infra_errored: int = 0
+) -> str:
+    """One field that reads right for every state, pauses included.
+
+    A run that finished ``ok`` with tasks the platform failed (``infra_errored``
+    in its summary) shows ``degraded``: its numbers cover fewer tasks than asked.
+    """
     if halted and halt_reason:
         if halt_reason.startswith(("agent_review", "restart_cap_exceeded")):
             return "waiting"
@@ -195,4 +201,6 @@ def display_status(status: str, halted: bool, halt_reason: str | None) -> str:
         if halt_reason.startswith("operator_kill"):
             return "killed"
         return "halted"
+    if status == "ok" and infra_errored:
+        return "degraded"
     return status

@@ -8,6 +8,7 @@ are upserts keyed on (run, invocation, index).
 import json
 from typing import Any
 
+from benchwright_shared.outcomes import is_infra_error
 from benchwright_shared.projection import Projection, ViewCursor
 
 OUTPUT_PREVIEW_CHARS = 200
@@ -338,15 +339,18 @@ def list_tasks(
     return cur.fetchall()
 
 
-def task_outcomes(cur: ViewCursor, run_id: str) -> list[tuple[str, int]]:
-    """(outcome, duration_ms) of every settled task of the run's latest sweep."""
+def task_outcomes(cur: ViewCursor, run_id: str) -> list[tuple[str, int, bool]]:
+    """(outcome, duration_ms, infra) of every settled task of the run's latest sweep."""
     cur.execute(
-        f"SELECT outcome, duration_ms FROM {cur.table('tasks')} WHERE run_id = ? "
+        f"SELECT outcome, duration_ms, error_type FROM {cur.table('tasks')} WHERE run_id = ? "
         f"AND outcome IS NOT NULL AND invocation = (SELECT MAX(invocation) FROM "
         f"{cur.table('tasks')} WHERE run_id = ?)",
         [run_id, run_id],
     )
-    return [(r["outcome"], int(r["duration_ms"] or 0)) for r in cur.fetchall()]
+    return [
+        (r["outcome"], int(r["duration_ms"] or 0), is_infra_error(r["error_type"]))
+        for r in cur.fetchall()
+    ]
 
 
 def latest_outcomes(cur: ViewCursor, run_id: str) -> dict[int, tuple[str, str]]:

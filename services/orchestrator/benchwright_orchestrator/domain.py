@@ -6,18 +6,27 @@ the log's ``seq`` at 0, so ``seq = version - 1`` and ``RunLaunched`` is seq 0.
 """
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
-from benchwright_orchestrator.plan import MAX_RESTARTS, SNAPSHOT_PHASES, is_resumable_halt
+from benchwright_orchestrator.plan import (
+    MAX_RESTARTS,
+    SNAPSHOT_PHASES,
+    is_resumable_halt,
+    selected_indices,
+)
+from benchwright_shared.contracts import TaskOutcome
 from benchwright_shared.fingerprint import load_bearing, run_fingerprint
 from benchwright_shared.hashing import sha256_hex
-from benchwright_shared.scoring import DEFAULT_TRIALS, summarize
+from benchwright_shared.outcomes import is_infra_error
+from benchwright_shared.scoring import DEFAULT_TRIALS, aggregate, summarize
 from benchwright_shared.visibility import publish_problem
 
 __all__ = [
     "TERMINAL_STATUSES",
+    "NoSelectionError",
     "Run",
     "RunAlreadyFinishedError",
     "RunError",
@@ -33,6 +42,10 @@ class RunError(Exception):
 
 class RunAlreadyFinishedError(RunError):
     """A finished run's log takes no more pipeline events."""
+
+
+class NoSelectionError(RunError):
+    """Materialize was reached with no tasks selected."""
 
 
 class RunNotPublishableError(RunError):
@@ -178,6 +191,8 @@ class Run(Aggregate):
         if phase == "materialize":
             self.trial_results = {}
             self.aggregated = {}
+            # index -> True: a dict, because snapshots are stored as JSON.
+            self._infra_errored: dict[str, bool] = {}
 
     @event("PhaseCompleted")
     def complete_phase(self, phase: str, duration_ms: int) -> None:
@@ -280,8 +295,23 @@ class Run(Aggregate):
 
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")
-    def sandbox_created(self, sandbox_id: str, backend: str, metadata: dict[str, Any]) -> None:
+    def sandbox_created(
+        self, sandbox_id: str, backend: str, metadata: dict[str, Any], owner: str | None = None
+    ) -> None:
         self.open_sandboxes[sandbox_id] = backend
+        if owner:
+            self._sandbox_owners = {**self.sandbox_owners, sandbox_id: owner}
+
+    @property
+    def sandbox_owners(self) -> dict[str, str]:
+        """sandbox id -> the sandbox-manager copy that holds it (recorded since owners were)."""
+        found: dict[str, str] = getattr(self, "_sandbox_owners", {})
+        return found
+
+    @event("SandboxLost")
+    def sandbox_lost(self, sandbox_id: str, reason: str) -> None:
+        """The sandbox went with the copy that held it: nothing killed it, nothing bills it here."""
+        self.open_sandboxes.pop(sandbox_id, None)
 
     @event("SandboxKilled")
     def sandbox_killed(
@@ -446,6 +476,102 @@ class Run(Aggregate):
         return None
 
     # -- results ------------------------------------------------------------------
+    # The sweep's rules live here, not in the pipeline: which (task, trial) pairs are
+    # settled, which are still to send, and when a task's trials add up. A resumed or
+    # recovered sweep asks the aggregate, so nothing is held twice.
+    @property
+    def trials_k(self) -> int:
+        return int(self.trials["plan"]["k"])
+
+    def selected(self) -> list[int]:
+        """The task indices the run sweeps, in order."""
+        if self.selection is None:
+            raise NoSelectionError("no tasks were selected for this run")
+        total = int(self.dataset.get("total_tasks") or self.selected_tasks or 0)
+        return selected_indices(self.selection, total)
+
+    def settled(self, index: int, trial: int) -> bool:
+        """Whether this sweep has a result for ``(index, trial)`` (scored, or err)."""
+        return str(index) in self.aggregated or str(trial) in self.trial_results.get(
+            str(index), {}
+        )
+
+    def unsent(self, indices: Iterable[int]) -> list[tuple[int, int]]:
+        """The (index, trial) pairs of ``indices`` without a result in this sweep."""
+        return [
+            (i, t) for i in indices for t in range(self.trials_k) if not self.settled(i, t)
+        ]
+
+    def record_results(self, results: Iterable[TaskOutcome], invocation: int) -> int:
+        """Record each (task, trial) once; aggregate a task once its k trials are in.
+
+        A result of another sweep (an earlier Materialize) or one already on record
+        (a redelivered or late batch) is dropped. Returns how many were new.
+        """
+        if invocation != self.invocations.get("materialize"):
+            return 0
+        recorded = 0
+        for r in results:
+            if self.settled(r.index, r.trial) or not 0 <= r.trial < self.trials_k:
+                continue
+            error_type = r.error_type
+            if error_type == "timeout":
+                error_type = "limit_exceeded:task.duration"
+            self.task_result(
+                task_id=r.task_id,
+                index=r.index,
+                invocation=invocation,
+                trial=r.trial,
+                score=r.score,
+                score_meta=r.score_meta,
+                outcome=r.outcome,
+                output=r.output,
+                error_type=error_type,
+                error=r.error,
+                duration_ms=r.duration_ms,
+            )
+            recorded += 1
+            trials = self.trial_results[str(r.index)]
+            if len(trials) < self.trials_k:
+                continue
+            ordered = [trials[t] for t in sorted(trials, key=int)]
+            score, outcome = aggregate(self.trials["aggregator"], [(v[0], v[1]) for v in ordered])
+            self.task_aggregated(
+                task_id=r.task_id,
+                index=r.index,
+                invocation=invocation,
+                score=score,
+                outcome=outcome,
+                trial_scores=[v[0] for v in ordered],
+                aggregator=self.trials["aggregator"]["name"],
+                infra=outcome == "err" and any(is_infra_error(_error_type(v)) for v in ordered),
+            )
+        return recorded
+
+    def outcomes(self) -> list[tuple[str, int, bool]]:
+        """(outcome, duration_ms, infra) of every aggregated task of this sweep.
+
+        A task's duration is its slowest trial: the trials ran side by side.
+        """
+        infra = self.infra_errored
+        return [
+            (
+                outcome,
+                max((int(v[2]) for v in self.trial_results.get(index, {}).values()), default=0),
+                index in infra,
+            )
+            for index, outcome in self.aggregated.items()
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        return summarize(self.outcomes())
+
+    @property
+    def infra_errored(self) -> set[str]:
+        """Indices whose task ended ``err`` because of the platform, not the model or scorer."""
+        found: dict[str, bool] = getattr(self, "_infra_errored", {})  # older snapshots: none
+        return set(found)
+
     @event("MaterializeTaskResult")
     def task_result(
         self,
@@ -465,7 +591,7 @@ class Run(Aggregate):
         if invocation != self.invocations.get("materialize"):
             return
         trials = self.trial_results.setdefault(str(index), {})
-        trials[str(trial)] = [score, score_meta, duration_ms]
+        trials[str(trial)] = [score, score_meta, duration_ms, error_type]
 
     @event("MaterializeTaskAggregated")
     def task_aggregated(
@@ -477,9 +603,12 @@ class Run(Aggregate):
         outcome: str,
         trial_scores: list[float | None],
         aggregator: str,
+        infra: bool = False,
     ) -> None:
         if invocation == self.invocations.get("materialize"):
             self.aggregated[str(index)] = outcome
+            if infra:
+                self._infra_errored = {**getattr(self, "_infra_errored", {}), str(index): True}
 
     @property
     def visibility(self) -> str:
@@ -523,3 +652,8 @@ class Run(Aggregate):
     @event("ReportFile")
     def report_file(self, name: str, media_type: str, content: str, sha256: str) -> None:
         pass
+
+
+def _error_type(trial: list[Any]) -> str | None:
+    """A stored trial's error type (logs written before it was kept have none)."""
+    return trial[3] if len(trial) > 3 else None

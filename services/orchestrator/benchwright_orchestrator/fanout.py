@@ -1,4 +1,4 @@
-"""Fanout Materialize: which mode a run gets, and the task sandboxes it runs in.
+"""Fanout Materialize: which mode a run gets (``phases/materialize.py`` runs it).
 
 Sequential Materialize runs every task in the shared work sandbox; fanout gives
 each task its own ephemeral task sandbox, restored from the run's latest
@@ -8,21 +8,13 @@ from the run's infrastructure alone (concepts §4), and an operator's
 ``BW_MATERIALIZE_MODE`` overrides it.
 """
 
-import asyncio
-import contextlib
-from dataclasses import dataclass
 from typing import Literal
-
-from benchwright_orchestrator.workspace import PhaseError, Workspace
-from benchwright_shared.contracts import Contract, CreateSandbox, SandboxCreated, SandboxFile
 
 MaterializeMode = Literal["sequential", "fanout"]
 
 MODE_OVERRIDES = ("auto", "sequential", "fanout")
 # The harness that runs our own Driver-authored scorer; any other is a bridge.
 OWN_HARNESS = "benchwright"
-# How long a halted fanout waits for a sandbox it asked for, to kill it.
-CREATE_GRACE_S = 30.0
 
 
 def explain_materialize_mode(
@@ -58,70 +50,3 @@ def materialize_mode(
         backend=backend, harness=harness, product_snapshot=product_snapshot, override=override
     )
     return mode
-
-
-@dataclass
-class TaskSandboxes:
-    """Creates and kills one run's task sandboxes, recording each on the run.
-
-    A sandbox starts from ``snapshot`` with ``files`` laid on top; when the
-    snapshot is gone, from the dataset and ``files``, as the work sandbox would.
-    """
-
-    work: Workspace
-    backend: str
-    snapshot: str | None
-    files: list[SandboxFile]
-
-    async def create(self) -> str:
-        """A new task sandbox's id; a halt while it starts still kills it once it is up."""
-        starting = asyncio.ensure_future(self._create())
-        try:
-            return await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await self.kill(await asyncio.wait_for(starting, CREATE_GRACE_S))
-            raise
-
-    async def kill(self, sandbox_id: str) -> None:
-        """Kill a task sandbox and record it; a halt arriving meanwhile waits for the record.
-
-        Interrupted, the kill would still happen, but its reply would be lost and
-        the run would list the sandbox as open (a second kill gets no reply).
-        """
-        killing = asyncio.ensure_future(self.work.kill_sandbox(sandbox_id, reason="task_finished"))
-        try:
-            await asyncio.shield(killing)
-        except asyncio.CancelledError:
-            await killing
-            raise
-
-    async def _create(self) -> str:
-        reply: Contract | None = None
-        if self.snapshot is not None:
-            try:
-                reply = await self.work.request(self._command(self.files, self.snapshot))
-            except PhaseError as exc:
-                if exc.error_type != "snapshot_not_found":
-                    raise
-                self.snapshot = None  # the tasks after this one go straight to the dataset
-        if reply is None:
-            files = [await self.work.dataset_file(), *self.files]
-            reply = await self.work.request(self._command(files, None))
-        if not isinstance(reply, SandboxCreated):
-            raise PhaseError("sandbox_crash", f"unexpected reply {type(reply).__name__}")
-        self.work.run.sandbox_created(
-            sandbox_id=reply.sandbox_id, backend=reply.backend, metadata=reply.metadata
-        )
-        return reply.sandbox_id
-
-    def _command(self, files: list[SandboxFile], from_snapshot: str | None) -> CreateSandbox:
-        return CreateSandbox(
-            command_id=self.work.command_id(),
-            run_id=self.work.run.run_id,
-            account=self.work.run.account,
-            role="task",
-            backend=self.backend,
-            files=files,
-            from_snapshot=from_snapshot,
-        )

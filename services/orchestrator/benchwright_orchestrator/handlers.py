@@ -23,18 +23,16 @@ from benchwright_shared.contracts import (
     SandboxExecFinished,
     SandboxKilled,
     SandboxSnapshotted,
-    SandboxTaskResults,
-    SandboxTasksFinished,
     UpdateRun,
 )
 
 # The events that answer the orchestrator's commands; it listens to these only.
+# A sweep's results are not among them: the pipeline reads those from the
+# run's own sweep subject (adapters/feed.py).
 REPLY_TYPES: tuple[type[Contract], ...] = (
     SandboxCreated,
     SandboxKilled,
     SandboxCommandFailed,
-    SandboxTaskResults,
-    SandboxTasksFinished,
     SandboxExecFinished,
     SandboxSnapshotted,
     ModelAttached,

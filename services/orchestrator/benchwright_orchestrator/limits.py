@@ -6,33 +6,62 @@ Levels and quantities as the launch declares them (dollars and seconds):
   same quantities, halt the run with ``limit_exceeded:<level>.<quantity>``;
 * ``task.duration`` and ``attempt.duration`` bound each task trial in the
   sandbox; a trial that overruns fails alone (``err``), the run goes on;
-* ``task.attempts`` is honoured by construction: a trial is never retried;
+* ``task.attempts`` is honoured by construction: a trial that produced a result
+  is never run again (only one the platform lost before it reported is);
 * ``run.tasks`` caps the sample up front (applied at launch, not here).
 
 Cost is what billing has recorded for the run (model, sandbox) plus the
-Driver's own spend, so a ceiling trips at or just after the figure, never
-before it.
+Driver's own spend (the pipeline says how much), so a ceiling trips at or just
+after the figure, never before it.
 """
 
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
-
-from benchwright_shared.bus import ask
-from benchwright_shared.contracts import GetRunCost, RunCost
-from benchwright_shared.contracts.billing import BalanceView, ReadBalance
-
-if TYPE_CHECKING:
-    from benchwright_orchestrator.pipeline import RunPipeline
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Dollars the run has spent so far; ``None`` when the answer is not to be had now.
+SpentSoFar = Callable[[], Awaitable[float]]
+# ``balance_exhausted`` / ``monthly_cap_reached`` when the account must stop, else None.
+AccountStop = Callable[[], Awaitable[str | None]]
+
+
+def task_timeout_s(limits: dict[str, dict[str, float]], default_s: float) -> float:
+    """The per-trial wall clock in the sandbox: the narrowest ceiling that applies."""
+    ceilings = [default_s]
+    for level in ("task", "attempt"):
+        value = limits.get(level, {}).get("duration")
+        if value:
+            ceilings.append(float(value))
+    return min(ceilings)
+
 
 class LimitWatch:
-    def __init__(self, pipeline: "RunPipeline") -> None:
-        self.pipeline = pipeline
-        self.limits = pipeline.run.limits or {}
+    """Checks the run's ceilings every ``interval_s`` and calls ``on_breach`` once.
+
+    It is told what it needs (how much was spent, whether the account must stop)
+    and whom to tell; it never holds the pipeline.
+    """
+
+    def __init__(
+        self,
+        limits: dict[str, Any],
+        *,
+        interval_s: float,
+        spent: SpentSoFar,
+        on_breach: Callable[[str], None],
+        account_stop: AccountStop | None = None,
+        name: str = "limits",
+    ) -> None:
+        self.limits = limits or {}
+        self.interval_s = interval_s
+        self._spent = spent
+        self._on_breach = on_breach
+        self._account_stop = account_stop
+        self._name = name
         self._task: asyncio.Task[None] | None = None
         self._started = time.monotonic()
         self._phase: str | None = None
@@ -43,9 +72,7 @@ class LimitWatch:
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
         if self._task is None and self._watched():
-            self._task = asyncio.create_task(
-                self._loop(), name=f"limits-{self.pipeline.run.run_id}"
-            )
+            self._task = asyncio.create_task(self._loop(), name=self._name)
 
     def stop(self) -> None:
         if self._task is not None:
@@ -57,18 +84,9 @@ class LimitWatch:
         self._phase_started = time.monotonic()
         self._phase_cost_base = self._last_cost
 
-    def task_timeout_s(self) -> float:
-        """The per-trial wall clock in the sandbox: the narrowest ceiling that applies."""
-        ceilings = [self.pipeline.settings.task_timeout_s]
-        for level in ("task", "attempt"):
-            value = self.limits.get(level, {}).get("duration")
-            if value:
-                ceilings.append(float(value))
-        return min(ceilings)
-
     # -- checking -------------------------------------------------------------------
     def _watched(self) -> bool:
-        if self.pipeline.settings.billing_enforce:
+        if self._account_stop is not None:
             return True  # the account's balance and monthly cap are watched too
         return any(
             q in ("cost", "duration")
@@ -78,33 +96,22 @@ class LimitWatch:
         )
 
     async def _loop(self) -> None:
-        interval = self.pipeline.settings.limit_check_interval_s
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.interval_s)
             try:
                 breach = await self.check()
-                stop = await self.account_stop() if breach is None else None
+                if breach is not None:
+                    reason: str | None = f"limit_exceeded:{breach}"
+                elif self._account_stop is not None:
+                    reason = await self._account_stop()
+                else:
+                    reason = None
             except Exception:  # billing is slow or down: check again next tick
                 log.debug("limit check failed", exc_info=True)
                 continue
-            if breach is not None:
-                self.pipeline.request_halt(f"limit_exceeded:{breach}")
+            if reason is not None:
+                self._on_breach(reason)
                 return
-            if stop is not None:
-                self.pipeline.request_halt(stop)
-                return
-
-    async def account_stop(self) -> str | None:
-        """``balance_exhausted`` or ``monthly_cap_reached`` when billing is enforced."""
-        if not self.pipeline.settings.billing_enforce:
-            return None
-        view = await ask(
-            self.pipeline.work.broker,
-            ReadBalance(account=self.pipeline.run.account),
-            BalanceView,
-            timeout=2.0,
-        )
-        return view.stop_reason
 
     async def check(self) -> str | None:
         """The first ceiling breached, as ``<level>.<quantity>``, or None."""
@@ -128,18 +135,5 @@ class LimitWatch:
         return None
 
     async def _cost(self) -> float:
-        """Dollars spent so far: billing's record of the run plus the Driver's own calls."""
-        recorded = await ask(
-            self.pipeline.work.broker,
-            GetRunCost(run_id=self.pipeline.run.run_id),
-            RunCost,
-            timeout=2.0,
-        )
-        micros = (
-            recorded.model_micros
-            + recorded.sandbox_micros
-            + recorded.driver_micros
-            + self.pipeline.unreported_driver_micros()
-        )
-        self._last_cost = micros / 1e6
+        self._last_cost = await self._spent()
         return self._last_cost

@@ -1,81 +1,79 @@
 """The pipeline that drives one run through its phases.
 
-Which phases run is decided once, from the launch (``plan.plan_phases``). Each
-phase is bracketed by ``PhaseStarted`` and ``PhaseCompleted``/``PhaseFailed``;
-work other services own (sandboxes, the model proxy) is asked for with a
-command and awaited as the reply event. The run's state between phases lives
-in its log, so a pipeline can start in the middle: on resume, on replay, on a
-fork, or after a person answered a review.
+Which phases run is decided once, from the launch (``plan.plan_phases``); what
+each does is a function in ``phases/``. Each phase is bracketed here by
+``PhaseStarted`` and ``PhaseCompleted``/``PhaseFailed``, after a look in the
+phase cache; halts, pauses and reviews end or park the run here. The run's state
+between phases lives in its log, so a pipeline can start in the middle: on
+resume, on replay, on a fork, or after a person answered a review.
 """
 
 import asyncio
 import time
 import traceback
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from faststream.nats import NatsBroker
-
-from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.cache import (
     CACHEABLE_PHASES,
     CELL_EVENTS,
     phase_fingerprint,
     phase_inputs,
 )
-from benchwright_orchestrator.domain import Run, summarize
+from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.driver.base import Driver, DriverUsage, RequestReview, RestartPhase
-from benchwright_orchestrator.limits import LimitWatch
-from benchwright_orchestrator.phases import Phases
+from benchwright_orchestrator.limits import LimitWatch, task_timeout_s
+from benchwright_orchestrator.phases import PHASES, PhaseContext, after_cache_hit
 from benchwright_orchestrator.plan import is_resumable_halt, plan_phases
-from benchwright_orchestrator.replies import Replies
-from benchwright_orchestrator.workspace import PhaseError, Workspace
-from benchwright_shared.bus import publish_event
+from benchwright_orchestrator.ports import InfraError, PhaseError, Platform, RunStore, Workspace
 from benchwright_shared.contracts import DriverUsageRecorded
-from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
-from benchwright_shared.store import BlockingStore
 
 __all__ = ["PhaseError", "PipelineDeps", "RunPipeline"]
 
-
-# (phase, fingerprint, account) -> the run that recorded that cell, if any.
-CellLookup = Callable[[str, str, str], Awaitable[str | None]]
+# A phase the platform failed (a lost sandbox, say) runs again this many times.
+MAX_INFRA_RETRIES = 3
 
 
 @dataclass
 class PipelineDeps:
-    app: RunsApplication
-    store: BlockingStore
-    relay: Relay
-    broker: NatsBroker
-    replies: Replies
+    store: RunStore
+    platform: Platform
     settings: Settings
-    find_cell: CellLookup | None = None
 
 
 class _Parked(Exception):
     """The run waits for a person; the pipeline stops without finishing it."""
 
 
-class RunPipeline(Phases):
+class RunPipeline:
     """Drives one run; the only writer of its aggregate while it runs."""
 
-    def __init__(self, deps: PipelineDeps, run: Run, driver: Driver) -> None:
+    def __init__(self, deps: PipelineDeps, run: Run, driver: Driver, work: Workspace) -> None:
         self.deps = deps
-        self.settings = deps.settings
         self.run = run
         self.driver = driver
-        self.work = Workspace(run=run, broker=deps.broker, replies=deps.replies)
+        self.work = work
+        self.ctx = PhaseContext(
+            run=run,
+            work=work,
+            driver=driver,
+            settings=deps.settings,
+            store=deps.store,
+            task_timeout_s=task_timeout_s(run.limits or {}, deps.settings.task_timeout_s),
+        )
         self.halt_reason: str | None = None
         # Set once the run waits for a person: this pipeline is only releasing now.
         self.parked = False
         self._phases: asyncio.Task[None] | None = None
-        self.outcomes: dict[int, tuple[str, int]] = {}
-        self.trials: dict[int, dict[int, tuple[float | None, dict[str, Any], int]]] = {}
-        self.limits = LimitWatch(self)
+        self.limits = LimitWatch(
+            run.limits or {},
+            interval_s=deps.settings.limit_check_interval_s,
+            spent=self._spent,
+            on_breach=self.request_halt,
+            account_stop=self._account_stop if deps.settings.billing_enforce else None,
+            name=f"limits-{run.run_id}",
+        )
         self._reported = DriverUsage()
 
     def request_halt(self, halt_reason: str) -> None:
@@ -86,38 +84,20 @@ class RunPipeline(Phases):
             self._phases.cancel()
 
     async def save(self) -> None:
-        await self.deps.store.run(self.deps.app.save, self.run)
-        self.deps.relay.wake()
+        await self.deps.store.save(self.run)
 
-    async def _from_cache(self, phase: str) -> bool:
-        """Fingerprint a cacheable phase; copy a matching cell's work instead of doing it."""
-        if phase not in CACHEABLE_PHASES:
-            return False
-        fingerprint = phase_fingerprint(
-            phase_inputs(phase, self.run, self.driver.name, self.driver.model)
+    # -- what the limit watch asks ----------------------------------------------------
+    async def _spent(self) -> float:
+        """Dollars so far: billing's record of the run plus the Driver's unreported calls."""
+        recorded = await self.deps.platform.run_cost(self.run.run_id)
+        unreported = self.driver.usage().cost_micros - self._reported.cost_micros
+        micros = (
+            recorded.model_micros + recorded.sandbox_micros + recorded.driver_micros + unreported
         )
-        lookup = self.deps.find_cell
-        source = await lookup(phase, fingerprint, self.run.account) if lookup else None
-        if source == self.run.run_id:
-            source = None
-        if source is not None:
-            copied = await self.deps.store.run(
-                self.deps.app.copy_cell, self.run, source, phase, CELL_EVENTS[phase]
-            )
-            if not copied:
-                source = None  # the cell's run is gone: do the work
-        self.run.phase_fingerprint(
-            phase=phase, fingerprint=fingerprint, cache_hit=source is not None, source_run_id=source
-        )
-        if source is not None:
-            self.run.agent_text(
-                phase=phase, text=f"cache hit: {phase} reused from run {source} ({fingerprint})"
-            )
-            await self.save()
-        return source is not None
+        return micros / 1e6
 
-    def unreported_driver_micros(self) -> int:
-        return self.driver.usage().cost_micros - self._reported.cost_micros
+    async def _account_stop(self) -> str | None:
+        return await self.deps.platform.account_stop(self.run.account)
 
     async def report_driver_usage(self) -> None:
         """Tell billing what the Driver spent since the last report (after each phase)."""
@@ -136,39 +116,64 @@ class RunPipeline(Phases):
             recorded_at=datetime.now(UTC),
         )
         try:
-            await publish_event(self.deps.broker, delta, msg_id=f"driver-usage:{delta.usage_id}")
+            await self.deps.platform.report_driver_usage(delta)
         except Exception:
             return  # reported with the next phase's figures
         self._reported = DriverUsage(**vars(now))
 
-    async def inherit_scorer(self) -> None:
-        await self.deps.store.run(self.deps.app.inherit_scorer, self.run)
+    # -- the phase cache --------------------------------------------------------------
+    async def _from_cache(self, phase: str) -> bool:
+        """Fingerprint a cacheable phase; copy a matching cell's work instead of doing it."""
+        if phase not in CACHEABLE_PHASES:
+            return False
+        run = self.run
+        fingerprint = phase_fingerprint(
+            phase_inputs(phase, run, self.driver.name, self.driver.model)
+        )
+        source = await self.deps.platform.find_cell(phase, fingerprint, run.account)
+        if source == run.run_id:
+            source = None
+        if source is not None and not await self.deps.store.copy_cell(
+            run, source, phase, CELL_EVENTS[phase]
+        ):
+            source = None  # the cell's run is gone: do the work
+        run.phase_fingerprint(
+            phase=phase, fingerprint=fingerprint, cache_hit=source is not None, source_run_id=source
+        )
+        if source is not None:
+            run.agent_text(
+                phase=phase, text=f"cache hit: {phase} reused from run {source} ({fingerprint})"
+            )
+            await self.save()
+        return source is not None
 
     # -- the run --------------------------------------------------------------------
-    async def execute(self, *, resume: bool = False) -> None:
+    async def execute(
+        self, *, resume: bool = False, reason: str = "the orchestrator restarted"
+    ) -> None:
         """Drive the run to its end (or until it parks, waiting for a person).
 
         With ``resume``, carry on where its log stops: the interrupted phase
         runs again, or, for Materialize, only its unfinished tasks do.
         """
         started = time.monotonic()
+        run = self.run
         if resume:
-            resumed_phase = self.run.current_phase
-            self._restore_results()
-            self.run.resume(reason="the orchestrator restarted")
-            for sandbox_id in list(self.run.open_sandboxes):
-                await self.work.kill_sandbox(sandbox_id, reason="stale_after_restart")
+            resumed_phase = run.current_phase
+            run.resume(reason=reason)
+            for sandbox_id in list(run.open_sandboxes):
+                await self.work.lose_sandbox(sandbox_id, "stale_after_restart")
             remaining = self._remaining(resumed_phase)
         else:
             resumed_phase = None
             remaining = plan_phases(
-                self.run.mode,
-                has_impl=bool(self.run.impl_id or self.run.scorer),
-                from_phase=(self.run.fork or {}).get("from_phase"),
-                new_snapshot=self.run.on_new_snapshot,
+                run.mode,
+                has_impl=bool(run.impl_id or run.scorer),
+                from_phase=(run.fork or {}).get("from_phase"),
+                new_snapshot=run.on_new_snapshot,
             )
-            self.run.start_pipeline(remaining)
-            self.run.driver_selected(
+            run.start_pipeline(remaining)
+            run.driver_selected(
                 driver=self.driver.name, model=self.driver.model, note=self.driver.note
             )
         await self.save()
@@ -187,7 +192,7 @@ class RunPipeline(Phases):
             if is_resumable_halt(self.halt_reason):
                 # A pause keeps the phase open: resuming carries it on, not over.
                 self.parked = True
-                self.run.halt(self.halt_reason)
+                run.halt(self.halt_reason)
             else:
                 error = PhaseError("halted", self.halt_reason)
                 await self._record_halt(self.halt_reason)
@@ -197,13 +202,13 @@ class RunPipeline(Phases):
         if self.parked:
             await self.save()  # what the release recorded; the run waits, unfinished
             return
-        self.run.finish(
+        run.finish(
             status="error" if error else "ok",
             duration_ms=int((time.monotonic() - started) * 1000),
-            summary=summarize(list(self.outcomes.values())),
+            summary=run.summary(),
             error_type=error.error_type if error else None,
             detail=error.detail if error else None,
-            fingerprint=self.run.fingerprint(),
+            fingerprint=run.fingerprint(),
         )
         await self.save()
 
@@ -221,9 +226,7 @@ class RunPipeline(Phases):
                 if self.halt_reason is not None:
                     raise asyncio.CancelledError
                 try:
-                    await self._phase(
-                        phase, getattr(self, f"_{phase}"), already_started=phase == resumed_phase
-                    )
+                    await self._phase(phase, already_started=phase == resumed_phase)
                     break
                 except RestartPhase as restart:
                     resumed_phase = None
@@ -245,14 +248,6 @@ class RunPipeline(Phases):
         await self.save()
         raise _Parked
 
-    def _restore_results(self) -> None:
-        """The sweep's results so far, from the log: they are never asked for again."""
-        for index, trials in self.run.trial_results.items():
-            self.trials[int(index)] = {int(t): (v[0], v[1], int(v[2])) for t, v in trials.items()}
-        for index, outcome in self.run.aggregated.items():
-            durations = [int(v[2]) for v in self.run.trial_results.get(index, {}).values()]
-            self.outcomes[int(index)] = (outcome, max(durations, default=0))
-
     async def _record_halt(self, halt_reason: str) -> None:
         if self.run.current_phase:
             self.run.fail_phase(
@@ -264,9 +259,25 @@ class RunPipeline(Phases):
         self.run.halt(halt_reason)
         await self.save()
 
-    async def _phase(
-        self, phase: str, work: Callable[[], Awaitable[None]], *, already_started: bool = False
-    ) -> None:
+    async def _work(self, phase: str) -> None:
+        """The phase's own work, run again when the platform (not the run) failed it."""
+        for attempt in range(1, MAX_INFRA_RETRIES + 2):
+            try:
+                await PHASES[phase](self.ctx)
+                return
+            except InfraError as exc:
+                if attempt > MAX_INFRA_RETRIES:
+                    raise
+                sandbox_id = getattr(exc, "sandbox_id", None)
+                if sandbox_id:
+                    await self.work.lose_sandbox(sandbox_id, exc.detail)
+                self.run.agent_text(
+                    phase=phase,
+                    text=f"{exc.error_type}: {exc.detail}; running {phase} again ({attempt})",
+                )
+                await self.save()
+
+    async def _phase(self, phase: str, *, already_started: bool = False) -> None:
         if not already_started:
             self.run.start_phase(phase)
             await self.save()
@@ -274,9 +285,9 @@ class RunPipeline(Phases):
         started = time.monotonic()
         try:
             if await self._from_cache(phase):
-                self.after_cache_hit(phase)
+                after_cache_hit(self.ctx, phase)
             else:
-                await work()
+                await self._work(phase)
         except (RestartPhase, RequestReview):
             raise
         except Exception as exc:

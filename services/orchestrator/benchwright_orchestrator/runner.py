@@ -5,12 +5,15 @@ import logging
 
 from faststream.nats import NatsBroker
 
+from benchwright_orchestrator.adapters.platform import NatsPlatform
+from benchwright_orchestrator.adapters.replies import Replies
+from benchwright_orchestrator.adapters.store import StoredRuns
+from benchwright_orchestrator.adapters.workspace import NatsWorkspace
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run, RunError, RunNotPublishableError
 from benchwright_orchestrator.driver.select import select_driver
-from benchwright_orchestrator.pipeline import CellLookup, PipelineDeps, RunPipeline
+from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.plan import resolve_backend
-from benchwright_orchestrator.replies import Replies
 from benchwright_shared.contracts import (
     DeleteRun,
     GetRunEvents,
@@ -21,6 +24,7 @@ from benchwright_shared.contracts import (
     RunEventsPage,
     UpdateRun,
 )
+from benchwright_shared.liveness import Membership
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -36,9 +40,9 @@ class Orchestrator:
         store: BlockingStore,
         relay: Relay,
         *,
-        find_cell: CellLookup | None = None,
+        membership: Membership | None = None,
     ) -> None:
-        self.find_cell = find_cell
+        self.membership = membership
         self.settings = settings
         self.app = app
         self.store = store
@@ -76,15 +80,12 @@ class Orchestrator:
     def _spawn(self, run: Run, *, resume: bool = False) -> None:
         assert self.broker is not None
         deps = PipelineDeps(
-            app=self.app,
-            store=self.store,
-            relay=self.relay,
-            broker=self.broker,
-            replies=self.replies,
+            store=StoredRuns(self.app, self.store, self.relay),
+            platform=NatsPlatform(self.broker),
             settings=self.settings,
-            find_cell=self.find_cell,
         )
-        pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings))
+        work = NatsWorkspace(run, self.broker, self.replies, self.membership)
+        pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings), work)
         task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")
         self._pipelines[run.run_id] = pipeline
         self._running[run.run_id] = task

@@ -12,9 +12,8 @@ from typing import Any
 
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.driver.base import RowSample
-from benchwright_orchestrator.workspace import PhaseError, Workspace
-from benchwright_shared.bus import ask
-from benchwright_shared.contracts import CatalogListing, ListCatalog, SandboxFile
+from benchwright_orchestrator.ports import PhaseError, Workspace
+from benchwright_shared.contracts import CatalogListing, SandboxFile
 
 RESULT_PREVIEW = 4000
 
@@ -108,15 +107,7 @@ class PipelineTools:
         await self._close_call(call_id, tool, result, is_error)
 
     async def list_catalog(self) -> CatalogListing:
-        async def call() -> CatalogListing:
-            listing = await ask(
-                self.work.broker, ListCatalog(account=self.run.account), CatalogListing
-            )
-            if listing.problem:
-                raise PhaseError("catalog_unavailable", listing.problem.detail or "")
-            return listing
-
-        listing: CatalogListing = await self._logged("list_catalog", {}, call)
+        listing: CatalogListing = await self._logged("list_catalog", {}, self.work.list_catalog)
         return listing
 
     async def sample_rows(self, per_category: int) -> RowSample:

@@ -8,6 +8,7 @@ one after it ends the stream with an ``error`` event.
 """
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -17,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
@@ -133,7 +135,7 @@ async def _complete(call: _Call, body: dict[str, Any]) -> Response:
         ok = True
         return JSONResponse(result)
     except ProviderError as exc:
-        return _error(exc.status, exc.detail, "upstream_error")
+        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
     finally:
         call.finish(usage, ok)
 
@@ -148,7 +150,7 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
         frames = call.provider.stream(call.sut, body, call.auth)
     except ProviderError as exc:
         call.finish({}, False)
-        return _error(exc.status, exc.detail, "upstream_error")
+        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
     first = b""
     try:
         # The status line waits for the first whole event, so that whatever
@@ -164,7 +166,7 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
     except ProviderError as exc:
         call.finish(tap.usage, False)
         await frames.aclose()
-        return _error(exc.status, exc.detail, "upstream_error")
+        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
     except BaseException:
         call.finish(tap.usage, False)
         await frames.aclose()
@@ -228,8 +230,10 @@ def build_http_app(
     authenticate: Authenticate,
     record_usage: RecordUsage,
     credentials: Credentials = _no_credentials,
+    recent: RecentCalls | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Benchwright model proxy", docs_url=None, redoc_url=None)
+    recent = recent or RecentCalls()
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -244,8 +248,9 @@ def build_http_app(
             binding = await authenticate(header[7:].strip())
         except InvalidProxyKeyError as exc:
             return _error(401, str(exc), "authentication_error")
+        raw = await request.body()
         try:
-            body = await request.json()
+            body = json.loads(raw)
         except ValueError:
             return _error(400, "body is not JSON", "invalid_request_error")
         if not isinstance(body, dict):
@@ -254,6 +259,10 @@ def build_http_app(
         call = _Call(binding, sut, pool, record_usage, await credentials(binding))
         if body.get("stream"):
             return await _stream(call, body)
+        call_id = request.headers.get("x-benchwright-call-id")
+        if call_id:
+            key = call_key(binding.run_id, call_id, raw)
+            return await recent.once(key, lambda: _complete(call, body))
         return await _complete(call, body)
 
     return app

@@ -9,6 +9,7 @@ from benchwright_sandbox_manager.application import SandboxesApplication, transl
 from benchwright_sandbox_manager.manager import SandboxManager
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
+from benchwright_shared.liveness import Membership, new_copy_id
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
@@ -30,16 +31,26 @@ class SandboxManagerService:
             translate=translate_notification,
             stream=subjects.EVENTS_STREAM,
         )
-        self.manager = SandboxManager(self.settings, self.app, self.store, self.relay)
+        self.membership = Membership(
+            self.name,
+            new_copy_id(self.name),
+            ttl_s=self.settings.liveness_ttl_s,
+            replicas=self.settings.nats_replicas,
+        )
+        self.manager = SandboxManager(
+            self.settings, self.app, self.store, self.relay, self.membership
+        )
         handlers.register(self.router, self.manager, max_deliver=self.settings.max_deliver)
 
     async def start(self, broker: NatsBroker) -> None:
         self.manager.broker = broker
+        await self.membership.start(jetstream(broker))
         await self.manager.start()
         await self.relay.start(jetstream(broker))
 
     async def stop(self) -> None:
         await self.manager.stop()
+        await self.membership.stop()
         await self.relay.stop()
         # A cancelled caller's store call may still be running on the store thread:
         # closing the database under it crashes SQLite, so close it on that thread.

@@ -28,6 +28,7 @@ class SandboxesApplication(RelayedApplication):
         role: str,
         backend: str,
         metadata: dict[str, Any],
+        owner: str | None = None,
     ) -> Sandbox:
         """Record a sandbox that is ready: its ``Created`` event, relayed, is the reply."""
         sandbox = Sandbox(
@@ -37,6 +38,7 @@ class SandboxesApplication(RelayedApplication):
             role=role,
             backend=backend,
             metadata=metadata,
+            owner=owner,
         )
         self.save(sandbox)
         return sandbox
@@ -65,6 +67,36 @@ class SandboxesApplication(RelayedApplication):
         return sandbox
 
 
+class OpenSandboxes:
+    """Which sandboxes are alive on record, and who holds them: the reaper's index.
+
+    Built from the notification log and brought up to date incrementally, so a
+    scan costs what was recorded since the last one.
+    """
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.open: dict[str, str | None] = {}  # sandbox id -> owner
+
+    def catch_up(self, app: SandboxesApplication) -> dict[str, str | None]:
+        created = f"{Sandbox.__module__}:Sandbox.Created"
+        killed = f"{Sandbox.__module__}:Sandbox.Killed"
+        while True:
+            batch = app.recorder.select_notifications(
+                start=self.position, limit=1000, topics=[created, killed], inclusive_of_start=False
+            )
+            if not batch:
+                return dict(self.open)
+            for notification in batch:
+                event = app.mapper.to_domain_event(notification)
+                sandbox_id = f"sbx_{event.originator_id}"
+                if notification.topic == created:
+                    self.open[sandbox_id] = getattr(event, "owner", None)
+                else:
+                    self.open.pop(sandbox_id, None)
+            self.position = batch[-1].id
+
+
 def translate_notification(app: Application[Any], notification: Notification) -> tuple[str, bytes]:
     """Relay translator: private Sandbox events -> integration events."""
     event = app.mapper.to_domain_event(notification)
@@ -91,6 +123,7 @@ def translate_notification(app: Application[Any], notification: Notification) ->
         contract: SandboxCreated | SandboxKilled = SandboxCreated(
             **common,
             created_at=event.timestamp,  # type: ignore[attr-defined]
+            owner=getattr(sandbox, "owner", None),
         )
     else:
         contract = SandboxKilled(

@@ -29,8 +29,11 @@ class Sandbox(Aggregate):
         role: str,
         backend: str,
         metadata: dict[str, Any],
+        owner: str | None = None,
     ) -> None:
         self.sandbox_id = sandbox_id
+        # The copy of the sandbox-manager whose process holds it (None: recorded before owners).
+        self.owner = owner
         self.run_id = run_id
         self.role = role
         self.backend = backend

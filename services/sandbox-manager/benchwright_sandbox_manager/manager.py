@@ -1,18 +1,29 @@
 """Carries out sandbox commands on a backend and reports what happened.
 
-Creating, snapshotting and killing happen inside the handler (a failure is
-redelivered); a sweep (``sweep.py``) and an exec (``execution.py``) can outlast
-the consumer's ack wait, so they run in the background and always answer.
+This is the one place that talks to the bus: executors (``execution.py``,
+``sweep.py``) return results or raise, and the manager publishes the answer,
+mapping every failure to ``SandboxCommandFailed`` (or, for a sweep, to its
+``SandboxTasksFinished``) here. Creating, snapshotting and killing happen inside
+the handler (a failure is redelivered); a sweep and an exec can outlast the
+consumer's ack wait, so they run in the background and always answer.
+
+Each process is one copy (``copy_id``) and holds the sandboxes it created:
+``SandboxCreated.owner`` names it, commands for them arrive on its own subject,
+and a sandbox another copy holds is refused here (``not_held_here``). The
+reaper marks the open sandboxes of dead copies killed (``owner_lost``), so they
+are billed and never looked for again.
 """
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
+import shutil
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from faststream.nats import NatsBroker
 
-from benchwright_sandbox_manager.application import SandboxesApplication
+from benchwright_sandbox_manager.application import OpenSandboxes, SandboxesApplication
 from benchwright_sandbox_manager.backends import BACKENDS, get_backend
 from benchwright_sandbox_manager.domain import Sandbox, SandboxAlreadyKilledError
 from benchwright_sandbox_manager.execution import run_exec
@@ -27,6 +38,7 @@ from benchwright_sandbox_manager.ports import (
 from benchwright_sandbox_manager.runtime import runtime_files
 from benchwright_sandbox_manager.snapshots import SnapshotNotFoundError, SnapshotStore
 from benchwright_sandbox_manager.sweep import sweep
+from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream, publish_event
 from benchwright_shared.contracts import (
     CreateSandbox,
@@ -34,30 +46,77 @@ from benchwright_shared.contracts import (
     KillSandbox,
     RunTasks,
     SandboxCommandFailed,
+    SandboxExecFinished,
     SandboxFile,
+    SandboxTaskResults,
+    SandboxTasksFinished,
     SnapshotSandbox,
 )
+from benchwright_shared.liveness import Membership
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
 
+SERVICE = "sandbox-manager"
+# How often the reaper looks for sandboxes whose holder died.
+REAP_EVERY_S = 5.0
+
+
+class RetryLater(Exception):
+    """Not the command's fault (the store is unreachable, say): let JetStream redeliver it."""
+
+
+class CommandRefused(Exception):
+    """A command that cannot be carried out; answered as ``SandboxCommandFailed``."""
+
+    def __init__(self, error_type: str, detail: str) -> None:
+        super().__init__(detail)
+        self.error_type = error_type
+        self.detail = detail
+
+
+def refusal(exc: BaseException, default: str) -> CommandRefused:
+    """The one mapping from what an executor raised to what the caller is told."""
+    if isinstance(exc, CommandRefused):
+        return exc
+    if isinstance(exc, UnsafePathError):
+        return CommandRefused("unsafe_path", str(exc))
+    if isinstance(exc, IsolationUnavailableError):
+        return CommandRefused("isolation_unavailable", str(exc))
+    if isinstance(exc, SnapshotNotFoundError):
+        return CommandRefused("snapshot_not_found", str(exc))
+    if isinstance(exc, BackendError):
+        return CommandRefused(default, str(exc))
+    return CommandRefused(default, f"{type(exc).__name__}: {exc}")
+
 
 class SandboxManager:
     def __init__(
-        self, settings: Settings, app: SandboxesApplication, store: BlockingStore, relay: Relay
+        self,
+        settings: Settings,
+        app: SandboxesApplication,
+        store: BlockingStore,
+        relay: Relay,
+        membership: Membership,
     ) -> None:
         self.settings = settings
         self.app = app
         self.store = store
         self.relay = relay
-        service_dir = settings.service_dir("sandbox-manager")
-        self.root = service_dir / "sandboxes"
+        self.membership = membership
+        self.copy_id = membership.copy_id
+        service_dir = settings.service_dir(SERVICE)
+        # Each copy keeps its sandboxes apart: a dead copy's are swept away whole.
+        self.sandboxes_dir = service_dir / "sandboxes"
+        self.root = self.sandboxes_dir / self.copy_id
         self.snapshots = SnapshotStore(service_dir / "snapshots")
         self.limits = SandboxLimits.from_settings(settings)
         self._backends: dict[str, SandboxBackend] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self._open = OpenSandboxes()
         self.broker: NatsBroker | None = None
 
     def backend(self, name: str) -> SandboxBackend:
@@ -72,11 +131,13 @@ class SandboxManager:
                 await self.backend(name).start()
             except Exception:
                 log.exception("sandbox backend %s failed to start", name)
+        self._reaper = asyncio.create_task(self._reap_forever(), name=f"reaper-{self.copy_id}")
 
     def bus(self) -> NatsBroker:
         assert self.broker is not None, "the service has not been started"
         return self.broker
 
+    # -- answering ----------------------------------------------------------------
     async def fail(self, command_id: str, run_id: str, error_type: str, detail: str) -> None:
         """Answer a command with ``SandboxCommandFailed``."""
         event = SandboxCommandFailed(
@@ -84,15 +145,30 @@ class SandboxManager:
         )
         await publish_event(self.bus(), event, msg_id=f"{command_id}:failed")
 
-    async def live_sandbox(self, command_id: str, run_id: str, sandbox_id: str) -> Sandbox | None:
-        """The sandbox a command names, or None once the command has been failed."""
+    async def _answering(
+        self, command_id: str, run_id: str, default: str, work: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run ``work``; any failure becomes this command's ``SandboxCommandFailed``."""
+        try:
+            await work()
+        except (asyncio.CancelledError, RetryLater):
+            raise
+        except Exception as exc:
+            refused = refusal(exc, default)
+            if not isinstance(exc, (CommandRefused, BackendError)):
+                log.exception("command %s failed", command_id)
+            await self.fail(command_id, run_id, refused.error_type, refused.detail)
+
+    async def held_sandbox(self, sandbox_id: str) -> Sandbox:
+        """The live sandbox a command names, held by this copy; else ``CommandRefused``."""
         sandbox = await self.store.run(self.app.get, sandbox_id)
         if sandbox is None:
-            await self.fail(command_id, run_id, "no_sandbox", f"no sandbox {sandbox_id!r}")
-            return None
+            raise CommandRefused("no_sandbox", f"no sandbox {sandbox_id!r}")
         if sandbox.killed:
-            await self.fail(command_id, run_id, "sandbox_killed", f"{sandbox_id} was killed")
-            return None
+            raise CommandRefused("sandbox_killed", f"{sandbox_id} was killed")
+        owner = getattr(sandbox, "owner", None)
+        if owner is not None and owner != self.copy_id:
+            raise CommandRefused("not_held_here", f"{sandbox_id} is held by {owner}")
         return sandbox
 
     async def file_content(self, file: SandboxFile) -> bytes:
@@ -116,23 +192,22 @@ class SandboxManager:
 
     # -- create -----------------------------------------------------------------
     async def create(self, command: CreateSandbox) -> None:
-        ids = (command.command_id, command.run_id)
+        await self._answering(
+            command.command_id,
+            command.run_id,
+            "sandbox_setup_failed",
+            lambda: self._create(command),
+        )
+
+    async def _create(self, command: CreateSandbox) -> None:
         try:
             backend = self.backend(command.backend)
         except KeyError as exc:
-            await self.fail(*ids, "unknown_backend", str(exc))
-            return
+            raise CommandRefused("unknown_backend", str(exc)) from None
         # Refuse what cannot work before a sandbox exists to be cleaned up.
-        try:
-            for file in command.files:
-                safe_relative_path(file.path)
-            archive = self.snapshots.path(command.from_snapshot) if command.from_snapshot else None
-        except UnsafePathError as exc:
-            await self.fail(*ids, "unsafe_path", str(exc))
-            return
-        except SnapshotNotFoundError as exc:
-            await self.fail(*ids, "snapshot_not_found", str(exc))
-            return
+        for file in command.files:
+            safe_relative_path(file.path)
+        archive = self.snapshots.path(command.from_snapshot) if command.from_snapshot else None
         metadata = {
             "benchwright_role": command.role,
             "run_id": command.run_id,
@@ -141,17 +216,9 @@ class SandboxManager:
         if command.from_snapshot:
             metadata["from_snapshot"] = command.from_snapshot
         sandbox_id = self.app.new_sandbox_id()
+        await backend.create(sandbox_id)  # refuses (isolation_unavailable) before anything exists
         try:
-            await backend.create(sandbox_id)
-        except IsolationUnavailableError as exc:
-            await self.fail(*ids, "isolation_unavailable", str(exc))
-            return
-        except Exception as exc:
-            await backend.kill(sandbox_id)
-            await self.fail(*ids, "sandbox_setup_failed", str(exc))
-            return
-        metadata["isolation"] = backend.isolation
-        try:
+            metadata["isolation"] = backend.isolation
             if archive is not None:
                 await backend.restore(sandbox_id, archive)
             # The runtime is always this service's own, whatever a snapshot held.
@@ -159,10 +226,11 @@ class SandboxManager:
                 await backend.put_file(sandbox_id, name, text.encode())
             for file in command.files:
                 await backend.put_file(sandbox_id, file.path, await self.file_content(file))
-        except Exception as exc:
+        except BaseException as exc:
             await backend.kill(sandbox_id)
-            await self.fail(*ids, "sandbox_setup_failed", str(exc))
-            return
+            if isinstance(exc, Exception):
+                raise CommandRefused("sandbox_setup_failed", str(exc)) from exc
+            raise
         # Recorded only once it is set up: the relayed Created event means "ready to use",
         # and a sandbox that never came up leaves nothing behind.
         try:
@@ -174,29 +242,109 @@ class SandboxManager:
                     role=command.role,
                     backend=backend.name,
                     metadata=metadata,
+                    owner=self.copy_id,
                 )
             )
-        except BaseException:
+        except BaseException as exc:
             await backend.kill(sandbox_id)  # redelivery will build another
+            if isinstance(exc, Exception):
+                raise RetryLater(str(exc)) from exc
             raise
         self.relay.wake()
 
-    # -- run tasks, exec ----------------------------------------------------------
+    # -- run tasks --------------------------------------------------------------------
     def run_tasks(self, command: RunTasks) -> None:
-        """Start the sweep in the background; the command is acknowledged at once."""
-        self._background(command.command_id, sweep(self, command))
+        """Start the sweep in the background; the command is acknowledged at once.
 
+        If this copy dies meanwhile nothing redelivers the command: the
+        orchestrator sees the copy's heartbeat stop and sends the unsettled
+        tasks to a new sandbox (docs/decisions/0022).
+        """
+        self._background(command.command_id, self._sweep(command))
+
+    async def _sweep(self, command: RunTasks) -> None:
+        """Publish the sweep's batches on the run's sweep subject, then its end, in order."""
+        broker = self.bus()
+        batches = completed = 0
+        error_type = detail = None
+        try:
+            sandbox = await self.held_sandbox(command.sandbox_id)
+            backend = self.backend(sandbox.backend)
+            async for results in sweep(backend, command, self.limits):
+                batches += 1
+                completed += len(results)
+                event = SandboxTaskResults(
+                    command_id=command.command_id,
+                    run_id=command.run_id,
+                    sandbox_id=command.sandbox_id,
+                    batch=batches,
+                    results=results,
+                    invocation=command.invocation,
+                )
+                await publish_event(
+                    broker,
+                    event,
+                    msg_id=f"{command.command_id}:{batches}",
+                    subject=subjects.sweep_subject(command.run_id, "task_results"),
+                )
+        except asyncio.CancelledError:
+            raise  # the service is stopping: the sweep ends with it, unanswered
+        except Exception as exc:
+            refused = refusal(exc, "sandbox_exec_failed")
+            if not isinstance(exc, (CommandRefused, BackendError)):
+                log.exception("sweep %s failed", command.command_id)
+            error_type, detail = refused.error_type, refused.detail
+        finished = SandboxTasksFinished(
+            command_id=command.command_id,
+            run_id=command.run_id,
+            sandbox_id=command.sandbox_id,
+            batches=batches,
+            completed=completed,
+            error_type=error_type,
+            detail=detail,
+            invocation=command.invocation,
+        )
+        await publish_event(
+            broker,
+            finished,
+            msg_id=f"{command.command_id}:finished",
+            subject=subjects.sweep_subject(command.run_id, "tasks_finished"),
+        )
+
+    # -- exec -------------------------------------------------------------------------
     def exec(self, command: ExecInSandbox) -> None:
         """Start the command in the background; it answers ``SandboxExecFinished``."""
-        self._background(command.command_id, run_exec(self, command))
+        self._background(
+            command.command_id,
+            self._answering(
+                command.command_id, command.run_id, "exec_failed", lambda: self._exec(command)
+            ),
+        )
+
+    async def _exec(self, command: ExecInSandbox) -> None:
+        sandbox = await self.held_sandbox(command.sandbox_id)
+        result = await run_exec(self.backend(sandbox.backend), command, self.file_content)
+        finished = SandboxExecFinished(
+            command_id=command.command_id,
+            run_id=command.run_id,
+            sandbox_id=command.sandbox_id,
+            exit_code=result.exit_code,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            timed_out=result.timed_out,
+            duration_ms=result.duration_ms,
+        )
+        await publish_event(self.bus(), finished, msg_id=f"{command.command_id}:exec")
 
     # -- snapshot -----------------------------------------------------------------
     async def snapshot(self, command: SnapshotSandbox) -> None:
         """Archive the sandbox's files; the ``Snapshotted`` event, relayed, is the answer."""
-        ids = (command.command_id, command.run_id)
-        sandbox = await self.live_sandbox(*ids, command.sandbox_id)
-        if sandbox is None:
-            return
+        await self._answering(
+            command.command_id, command.run_id, "snapshot_failed", lambda: self._snapshot(command)
+        )
+
+    async def _snapshot(self, command: SnapshotSandbox) -> None:
+        sandbox = await self.held_sandbox(command.sandbox_id)
         if command.command_id in sandbox.snapshots:
             return  # a repeated command: the first one's event already answered
         backend = self.backend(sandbox.backend)
@@ -206,8 +354,7 @@ class SandboxManager:
             snapshot_id, size_bytes = await asyncio.to_thread(self.snapshots.add, scratch)
         except (BackendError, OSError) as exc:
             await asyncio.to_thread(self.snapshots.discard, scratch)
-            await self.fail(*ids, "snapshot_failed", str(exc))
-            return
+            raise CommandRefused("snapshot_failed", str(exc)) from exc
         try:
             await self.store.run(
                 lambda: self.app.record_snapshot(
@@ -219,36 +366,101 @@ class SandboxManager:
                 )
             )
         except SandboxAlreadyKilledError:
-            await self.fail(*ids, "sandbox_killed", f"{command.sandbox_id} was killed")
-            return
+            raise CommandRefused("sandbox_killed", f"{command.sandbox_id} was killed") from None
         self.relay.wake()
 
-    # -- kill -------------------------------------------------------------------
+    # -- kill -------------------------------------------------------------------------
     async def kill(self, command: KillSandbox) -> None:
+        await self._answering(
+            command.command_id, command.run_id, "kill_failed", lambda: self._kill(command)
+        )
+
+    async def _kill(self, command: KillSandbox) -> None:
         sandbox = await self.store.run(self.app.get, command.sandbox_id)
         if sandbox is None:
-            await self.fail(command.command_id, command.run_id, "no_sandbox", command.sandbox_id)
-            return
+            raise CommandRefused("no_sandbox", command.sandbox_id)
         if sandbox.killed:
             # Answer, so a caller that missed the first kill's reply does not wait it out;
             # a redelivered command's caller already had its answer and ignores this one.
-            await self.fail(
-                command.command_id, command.run_id, "already_killed", command.sandbox_id
-            )
-            return
+            raise CommandRefused("already_killed", command.sandbox_id)
         backend = self.backend(sandbox.backend)
         await backend.kill(command.sandbox_id)
+        await self._record_kill(command.sandbox_id, command.command_id, command.reason, backend)
+
+    async def _record_kill(
+        self, sandbox_id: str, command_id: str, reason: str, backend: SandboxBackend
+    ) -> None:
         await self.store.run(
             lambda: self.app.kill(
-                command.sandbox_id,
-                command_id=command.command_id,
-                reason=command.reason,
-                rate=backend.rate_micros_per_s,
+                sandbox_id, command_id=command_id, reason=reason, rate=backend.rate_micros_per_s
             )
         )
         self.relay.wake()
 
+    # -- the reaper -------------------------------------------------------------------
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_EVERY_S)
+            try:
+                await self.reap()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("reaping lost sandboxes failed", exc_info=True)
+
+    async def reap(self) -> int:
+        """Close the open sandboxes of dead copies (``owner_lost``); returns how many.
+
+        Their processes died with their copy (``--die-with-parent`` for ``local``);
+        a remote backend's sandbox is killed through the backend all the same.
+        Their directories go too. Only a judge that could have heard them acts.
+        """
+        if not self.membership.can_judge():
+            return 0
+        open_now = await self.store.run(self._open.catch_up, self.app)
+        dead: dict[str, bool] = {}
+        reaped = 0
+        for sandbox_id, owner in open_now.items():
+            if owner is None or owner == self.copy_id:
+                continue
+            if owner not in dead:
+                dead[owner] = not await self.membership.alive(SERVICE, owner)
+            if not dead[owner]:
+                continue
+            sandbox = await self.store.run(self.app.get, sandbox_id)
+            if sandbox is None or sandbox.killed:
+                continue
+            backend = self.backend(sandbox.backend)
+            with contextlib.suppress(Exception):
+                await backend.kill(sandbox_id)
+            try:
+                await self._record_kill(sandbox_id, f"reap:{sandbox_id}", "owner_lost", backend)
+                reaped += 1
+            except Exception:  # another copy reaped it first
+                log.debug("reaping %s: already done", sandbox_id, exc_info=True)
+        await self._sweep_dead_dirs()
+        return reaped
+
+    async def _sweep_dead_dirs(self) -> None:
+        """Remove the directories of copies that are gone (and the layout before copies)."""
+        names = await asyncio.to_thread(
+            lambda: (
+                [p.name for p in self.sandboxes_dir.iterdir()]
+                if self.sandboxes_dir.exists()
+                else []
+            )
+        )
+        for name in names:
+            if name == self.copy_id:
+                continue
+            if name in BACKENDS or not await self.membership.alive(SERVICE, name):
+                await asyncio.to_thread(shutil.rmtree, self.sandboxes_dir / name, True)
+
     async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
         for task in list(self._running.values()):
             task.cancel()
         await asyncio.gather(*self._running.values(), return_exceptions=True)

@@ -1,42 +1,26 @@
-"""RunTasks: the scorer over many tasks in one sandbox, results streamed back in batches."""
+"""RunTasks: the scorer over many tasks in one sandbox, results yielded in batches."""
 
+import asyncio
+import contextlib
 import json
-import logging
 import math
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from benchwright_sandbox_manager.egress import egress_env
-from benchwright_sandbox_manager.ports import BackendError
-from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import (
-    RunTasks,
-    SandboxTaskResults,
-    SandboxTasksFinished,
-    TaskOutcome,
-)
+from benchwright_sandbox_manager.ports import SandboxBackend, SandboxLimits
+from benchwright_shared.contracts import RunTasks, TaskOutcome
 
-if TYPE_CHECKING:
-    from benchwright_sandbox_manager.manager import SandboxManager
-
-log = logging.getLogger(__name__)
-
-# Results are published in batches: by count, or after a short wait.
+# Results are handed on in batches: by count, or after a short wait.
 BATCH_MAX = 200
 BATCH_WAIT_S = 0.25
 # NATS's default message cap is 1 MB; stay well under it whatever the outputs weigh.
 BATCH_MAX_BYTES = 512 * 1024
 
 
-async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
-    """Run ``bench_runner.py`` over the command's tasks and publish what comes out."""
-    broker = manager.bus()
-    sandbox = await manager.live_sandbox(command.command_id, command.run_id, command.sandbox_id)
-    if sandbox is None:
-        return
-    backend = manager.backend(sandbox.backend)
-    argv = [
+def runner_argv(command: RunTasks) -> list[str]:
+    return [
         "python",
         "-E",
         "-s",
@@ -50,70 +34,83 @@ async def sweep(manager: "SandboxManager", command: RunTasks) -> None:
         "--task-timeout",
         str(command.timeout_s),
     ]
+
+
+async def sweep(
+    backend: SandboxBackend, command: RunTasks, limits: SandboxLimits
+) -> AsyncIterator[list[TaskOutcome]]:
+    """Run ``bench_runner.py`` over the command's tasks, yielding results in batches.
+
+    The first result comes alone, at once (it is what a watcher waits for); then
+    a batch closes at ``BATCH_MAX`` results, ``BATCH_MAX_BYTES``, or
+    ``BATCH_WAIT_S`` after its first result. A backend failure propagates after
+    the results before it were yielded.
+    """
     stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
     waves = -(-len(command.tasks) // max(1, command.concurrency))
     wall = command.timeout_s * max(1, waves) + 60
     # The runner is one long process: its CPU allowance grows with its wall clock.
-    limits = replace(manager.limits, cpu_seconds=max(manager.limits.cpu_seconds, math.ceil(wall)))
-    batch: list[TaskOutcome] = []
-    batches = completed = batch_bytes = 0
-    last_flush = time.monotonic()
-
-    async def flush() -> None:
-        nonlocal batch, batches, last_flush, batch_bytes
-        if not batch:
-            return
-        batches += 1
-        event = SandboxTaskResults(
-            command_id=command.command_id,
-            run_id=command.run_id,
-            sandbox_id=command.sandbox_id,
-            batch=batches,
-            results=batch,
-        )
-        batch = []
-        batch_bytes = 0
-        last_flush = time.monotonic()
-        await publish_event(broker, event, msg_id=f"{command.command_id}:{batches}")
-
-    error_type = detail = None
-    try:
-        egress = await egress_env(backend, command.sandbox_id, command.egress)
-        lines = backend.exec_lines(
-            command.sandbox_id,
-            argv,
-            stdin_lines=stdin,
-            # A model call never outlives its task's ceiling.
-            env={**egress, "BW_MODEL_TIMEOUT": str(command.timeout_s), **command.env},
-            timeout_s=wall,
-            limits=limits,
-        )
-        async for line in lines:
-            if batch_bytes + len(line) > BATCH_MAX_BYTES:
-                await flush()
-            batch.append(TaskOutcome.model_validate_json(line))
-            batch_bytes += len(line)
-            completed += 1
-            # The first result goes out at once: it is what a watcher waits for.
-            if (
-                batches == 0
-                or len(batch) >= BATCH_MAX
-                or time.monotonic() - last_flush > BATCH_WAIT_S
-            ):
-                await flush()
-    except BackendError as exc:
-        error_type, detail = "sandbox_exec_failed", str(exc)
-    except Exception as exc:
-        log.exception("sweep %s failed", command.command_id)
-        error_type, detail = type(exc).__name__, str(exc)
-    await flush()
-    finished = SandboxTasksFinished(
-        command_id=command.command_id,
-        run_id=command.run_id,
-        sandbox_id=command.sandbox_id,
-        batches=batches,
-        completed=completed,
-        error_type=error_type,
-        detail=detail,
+    limits = replace(limits, cpu_seconds=max(limits.cpu_seconds, math.ceil(wall)))
+    egress = await egress_env(backend, command.sandbox_id, command.egress)
+    lines = backend.exec_lines(
+        command.sandbox_id,
+        runner_argv(command),
+        stdin_lines=stdin,
+        # A model call never outlives its task's ceiling.
+        env={**egress, "BW_MODEL_TIMEOUT": str(command.timeout_s), **command.env},
+        timeout_s=wall,
+        limits=limits,
     )
-    await publish_event(broker, finished, msg_id=f"{command.command_id}:finished")
+    # A pump reads the runner's lines so that a batch can close on time, not only
+    # when the next line happens to come.
+    queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for line in lines:
+                queue.put_nowait(line)
+            queue.put_nowait(None)
+        except BaseException as exc:  # handed to the reader, which re-raises it
+            queue.put_nowait(exc)
+
+    pumping = asyncio.create_task(pump())
+    batch: list[TaskOutcome] = []
+    batch_bytes = 0
+    batch_started = 0.0
+    first = True
+    try:
+        while True:
+            try:
+                if batch:
+                    left = max(0.0, batch_started + BATCH_WAIT_S - time.monotonic())
+                    item = await asyncio.wait_for(queue.get(), left)
+                else:
+                    item = await queue.get()
+            except TimeoutError:
+                yield batch
+                batch, batch_bytes = [], 0
+                continue
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                if batch:
+                    yield batch
+                    batch = []
+                raise item
+            if batch and batch_bytes + len(item) > BATCH_MAX_BYTES:
+                yield batch
+                batch, batch_bytes = [], 0
+            if not batch:
+                batch_started = time.monotonic()
+            batch.append(TaskOutcome.model_validate_json(item))
+            batch_bytes += len(item)
+            if first or len(batch) >= BATCH_MAX:
+                first = False
+                yield batch
+                batch, batch_bytes = [], 0
+        if batch:
+            yield batch
+    finally:
+        pumping.cancel()
+        with contextlib.suppress(BaseException):
+            await pumping

@@ -210,6 +210,8 @@ class RunTasks(Contract):
     timeout_s: float = 300.0
     env: dict[str, str] = Field(default_factory=dict)
     egress: Egress | None = None
+    # The Materialize invocation this sweep belongs to, echoed on its results.
+    invocation: int | None = None
 
 
 class KillSandbox(Contract):

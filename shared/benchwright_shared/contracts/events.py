@@ -25,6 +25,8 @@ class SandboxCreated(Contract):
     backend: str
     created_at: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The sandbox-manager copy that holds it: commands for it go to that copy.
+    owner: str | None = None
 
 
 class SandboxKilled(Contract):
@@ -94,6 +96,9 @@ class TaskOutcome(BaseModel):
 
 
 class SandboxTaskResults(Contract):
+    """A batch of a sweep's results, on the run's sweep subject
+    (``subjects.sweep_subject(run_id, "task_results")``)."""
+
     subject: ClassVar[str] = subjects.SANDBOX_TASK_RESULTS
 
     command_id: str
@@ -101,9 +106,12 @@ class SandboxTaskResults(Contract):
     sandbox_id: str
     batch: int
     results: list[TaskOutcome]
+    invocation: int | None = None
 
 
 class SandboxTasksFinished(Contract):
+    """A sweep's end, after its last batch on the same per-run sweep subject."""
+
     subject: ClassVar[str] = subjects.SANDBOX_TASKS_FINISHED
 
     command_id: str
@@ -113,6 +121,7 @@ class SandboxTasksFinished(Contract):
     completed: int
     error_type: str | None = None
     detail: str | None = None
+    invocation: int | None = None
 
 
 class ModelAttached(Contract):

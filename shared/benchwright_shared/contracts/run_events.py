@@ -149,6 +149,15 @@ class SandboxCreated(_Data):
     sandbox_id: str
     backend: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The sandbox-manager copy that holds it.
+    owner: str | None = None
+
+
+class SandboxLost(_Data):
+    """The sandbox went with the sandbox-manager copy that held it (no kill, no bill here)."""
+
+    sandbox_id: str
+    reason: str
 
 
 class SandboxKilled(_Data):
@@ -254,6 +263,8 @@ class MaterializeTaskAggregated(_Data):
     outcome: Literal["pass", "fail", "err"]
     trial_scores: list[float | None] = Field(default_factory=list)
     aggregator: str = "any_pass"
+    # The task ended err because the platform failed it (``benchwright_shared.outcomes``).
+    infra: bool = False
 
 
 class ReportFile(_Data):
@@ -307,6 +318,7 @@ RUN_EVENT_TYPES: dict[str, type[_Data]] = {
         ToolResultEvent,
         SandboxCreated,
         SandboxKilled,
+        SandboxLost,
         FetchArtifact,
         AnalyzeArtifact,
         SyntheticSubsetCreated,

@@ -42,7 +42,12 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "id": run_id,
         "object": "run",
         "status": row["status"],
-        "display_status": display_status(row["status"], halted, row.get("halt_reason")),
+        "display_status": display_status(
+            row["status"],
+            halted,
+            row.get("halt_reason"),
+            int((summary or {}).get("infra_errored") or 0),
+        ),
         "halted": halted,
         "halt_reason": row.get("halt_reason"),
         "phase": row.get("phase"),

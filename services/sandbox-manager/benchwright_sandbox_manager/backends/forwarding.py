@@ -33,6 +33,10 @@ LOOPBACK = "127.0.0.1"
 # Inside ports for targets whose own port is privileged or already taken.
 SPARE_PORTS_FROM = 20_000
 CONNECT_TIMEOUT_S = 10.0
+# A target that refuses connections (the model proxy restarting, say) is tried again
+# for this long before the sandbox's connection is dropped: a short outage goes unseen
+# by every client in the sandbox, whatever library it uses.
+CONNECT_RETRY_S = 30.0
 CHUNK = 1 << 16
 
 
@@ -151,6 +155,22 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
+async def _connect(target: Target) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to ``target``, trying again while it refuses, for up to ``CONNECT_RETRY_S``."""
+    deadline = asyncio.get_running_loop().time() + CONNECT_RETRY_S
+    pause = 0.1
+    while True:
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT_S
+            )
+        except ConnectionRefusedError:
+            if asyncio.get_running_loop().time() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+
 @dataclass
 class _SandboxNet:
     sockets: dict[Target, str] = field(default_factory=dict)
@@ -178,7 +198,10 @@ class HostForwarders:
                 path.unlink()
 
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-                await self._relay(net, target, reader, writer)
+                # Cut by ``drop``: end quietly (asyncio's stream server logs a cancelled
+                # handler as an error on Python 3.12.1).
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._relay(net, target, reader, writer)
 
             server = await asyncio.start_unix_server(handle, path=str(path))
             # The sandbox's uid may not be ours (a root service runs sandboxes as others).
@@ -199,9 +222,7 @@ class HostForwarders:
         net.connections.add(task)
         up_writer = None
         try:
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT_S
-            )
+            up_reader, up_writer = await _connect(target)
             await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
         except (OSError, TimeoutError) as exc:
             log.info("sandbox forwarder to %s:%s: %s", target.host, target.port, exc)

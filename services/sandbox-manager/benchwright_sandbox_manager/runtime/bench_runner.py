@@ -37,7 +37,10 @@ def load_task(impl_path: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules["task_impl"] = module
     spec.loader.exec_module(module)
-    from bench_task import BenchTask
+    from bench_task import BenchTask, patch_requests
+
+    if "requests" in sys.modules:
+        patch_requests()  # model calls through requests retry like BenchTask.chat's
 
     task_cls = getattr(module, "Task", None)
     if task_cls is None:
@@ -52,11 +55,19 @@ def load_task(impl_path: str) -> Any:
     return task_cls()
 
 
-def run_one(task: Any, data_path: str, index: int, trial: int) -> dict[str, Any]:
+def run_one(
+    task: Any, data_path: str, index: int, trial: int, deadline: float | None = None
+) -> dict[str, Any]:
     """Extract, solve (one model call or more), score."""
-    return _run(
-        task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
-    )
+    from bench_task import begin_task, end_task
+
+    begin_task(index, trial, deadline)
+    try:
+        return _run(
+            task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
+        )
+    finally:
+        end_task()
 
 
 def check_one(task: Any, data_path: str, index: int, trial: int, given: Any) -> dict[str, Any]:
@@ -101,7 +112,9 @@ def _run(
         result["outcome"] = "pass" if score >= 1.0 else "fail"
     except Exception as exc:
         result["outcome"] = "err"
-        result["error_type"] = f"{stage}:{type(exc).__name__}"
+        # A failure of the platform (the proxy unreachable) is named as such, not as the
+        # scorer's (benchwright_shared.outcomes).
+        result["error_type"] = getattr(exc, "infra_error", None) or f"{stage}:{type(exc).__name__}"
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()[:2000]
     result["duration_ms"] = int((time.perf_counter() - started) * 1000)
     return result
@@ -175,7 +188,8 @@ def main() -> None:
             if args.check:
                 result = check_one(task, args.data, index, trial, spec.get("output"))
             else:
-                result = run_one(task, args.data, index, trial)
+                deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
+                result = run_one(task, args.data, index, trial, deadline)
         finally:
             if watchdog is not None:
                 watchdog.cancel()

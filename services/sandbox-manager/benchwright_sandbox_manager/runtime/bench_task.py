@@ -10,18 +10,95 @@ A scorer implements three methods:
 
 The model is reachable only through the run's proxy: ``BW_MODEL_PROXY_URL`` (an
 OpenAI-compatible endpoint), ``BW_MODEL_MODEL`` and ``BW_MODEL_PROXY_KEY``.
+
+A call the platform failed (the proxy unreachable or cut off mid-answer, a 503
+from it) is made again with growing pauses, within the task's own ceiling, under
+the same call id, so the proxy answers a repeat it already served from its record
+instead of asking the model twice. One that still fails is an infrastructure
+error (``infra:proxy_unreachable``), not the model's or the scorer's.
 """
 
+import hashlib
 import http.client
 import json
 import os
+import random
+import socket
 import threading
+import time
 import urllib.parse
 from typing import Any
 
 
 class ModelCallError(RuntimeError):
     """The proxy answered with an error."""
+
+
+class ModelUnavailableError(ModelCallError):
+    """The proxy could not be reached (or kept failing) within the task's time."""
+
+    infra_error = "infra:proxy_unreachable"
+
+
+class ProviderCrashedError(ModelCallError):
+    """The model's own process kept crashing (the proxy said so)."""
+
+    infra_error = "infra:provider_crashed"
+
+
+def _call_failed(status: int, raw: bytes) -> ModelCallError:
+    detail = raw.decode(errors="replace")[:500]
+    try:
+        kind = json.loads(raw)["error"]["type"]
+    except (ValueError, KeyError, TypeError):
+        kind = None
+    if kind == "provider_crashed":
+        return ProviderCrashedError(f"model proxy answered {status}: {detail}")
+    return ModelCallError(f"model proxy answered {status}: {detail}")
+
+
+# Which task the calling thread works on: the runner sets it around each task, and
+# every model call carries it (the proxy attributes and deduplicates calls by it).
+_task = threading.local()
+# Retrying a call the platform failed: pauses grow to this, within the task's deadline.
+RETRY_PAUSE_MAX_S = 4.0
+# Without a task deadline (a scorer run by hand), retries stop after this long.
+RETRY_BUDGET_S = 60.0
+# Failures of the platform, not of the call: worth another try.
+_RETRYABLE = (ConnectionError, http.client.HTTPException, socket.timeout, OSError)
+
+
+def begin_task(index: int, trial: int, deadline: float | None) -> None:
+    """Called by the runner before a task's ``solve``: calls made now belong to it."""
+    _task.index, _task.trial, _task.deadline, _task.calls = index, trial, deadline, 0
+
+
+def end_task() -> None:
+    _task.index = _task.trial = _task.deadline = None
+    _task.calls = 0
+
+
+def call_headers(body: bytes) -> dict[str, str]:
+    """The headers naming this call: its task, trial and its place among the task's calls.
+
+    The call id repeats when a task runs again after a sandbox was lost, and the
+    proxy serves a repeat with the same body from its record.
+    """
+    index = getattr(_task, "index", None)
+    if index is None:
+        return {"X-Benchwright-Call-Id": "adhoc." + hashlib.sha256(body).hexdigest()[:16]}
+    _task.calls += 1
+    trial = _task.trial
+    return {
+        "X-Benchwright-Task": str(index),
+        "X-Benchwright-Trial": str(trial),
+        "X-Benchwright-Call-Id": f"{index}.{trial}.{_task.calls}",
+    }
+
+
+def retry_deadline() -> float:
+    deadline = getattr(_task, "deadline", None)
+    return deadline if deadline is not None else time.monotonic() + RETRY_BUDGET_S
 
 
 # One keep-alive connection per worker thread: a sweep makes thousands of calls
@@ -66,6 +143,46 @@ def _post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -
     raise AssertionError("unreachable")
 
 
+def patch_requests() -> None:
+    """Give ``requests`` calls to the model proxy the same call ids and retries as ``chat``.
+
+    Scorers written against the developer guide post to ``BW_MODEL_PROXY_URL`` with
+    ``requests`` themselves; the runner calls this once ``requests`` is imported.
+    """
+    import requests
+
+    if getattr(requests.Session.request, "_benchwright", False):
+        return
+    original = requests.Session.request
+
+    def request(self: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> Any:
+        proxy = os.environ.get("BW_MODEL_PROXY_URL", "").rstrip("/")
+        if not proxy or not str(url).startswith(proxy):
+            return original(self, method, url, *args, **kwargs)
+        payload = kwargs.get("json", kwargs.get("data")) or b""
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        kwargs["headers"] = {**(kwargs.get("headers") or {}), **call_headers(body)}
+        deadline = retry_deadline()
+        pause, attempts = 0.25, 0
+        while True:
+            attempts += 1
+            try:
+                response = original(self, method, url, *args, **kwargs)
+                if response.status_code != 503:
+                    return response
+                failure = "answered 503"
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            wait = pause * (0.5 + random.random())
+            if time.monotonic() + wait >= deadline:
+                raise ModelUnavailableError(f"the model proxy failed {attempts} times: {failure}")
+            time.sleep(wait)
+            pause = min(pause * 2, RETRY_PAUSE_MAX_S)
+
+    request._benchwright = True  # type: ignore[attr-defined]
+    requests.Session.request = request  # type: ignore[method-assign]
+
+
 class BenchTask:
     """Base class for scorers. Subclass it as ``Task`` in ``task_impl.py``."""
 
@@ -97,18 +214,37 @@ class BenchTask:
             return self._rows
 
     def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
-        """POST a chat completion to the run's model proxy and return the JSON body."""
+        """POST a chat completion to the run's model proxy and return the JSON body.
+
+        Retried while the proxy is unreachable, cuts the answer off or answers 503,
+        up to the task's deadline; then ``ModelUnavailableError``.
+        """
         url = os.environ["BW_MODEL_PROXY_URL"].rstrip("/") + "/v1/chat/completions"
         body = {"model": os.environ.get("BW_MODEL_MODEL", ""), "messages": messages, **params}
-        headers = {"Content-Type": "application/json"}
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", **call_headers(data)}
         key = os.environ.get("BW_MODEL_PROXY_KEY")
         if key:
             headers["Authorization"] = f"Bearer {key}"
         timeout = float(os.environ.get("BW_MODEL_TIMEOUT", "600"))
-        status, raw = _post_json(url, json.dumps(body).encode(), headers, timeout)
+        deadline = retry_deadline()
+        pause, attempts = 0.25, 0
+        while True:
+            attempts += 1
+            try:
+                status, raw = _post_json(url, data, headers, timeout)
+                failure = f"answered {status}" if status == 503 else None
+            except _RETRYABLE as exc:
+                failure, status, raw = f"{type(exc).__name__}: {exc}", 0, b""
+            if failure is None:
+                break
+            wait = pause * (0.5 + random.random())
+            if time.monotonic() + wait >= deadline:
+                raise ModelUnavailableError(f"the model proxy failed {attempts} times: {failure}")
+            time.sleep(wait)
+            pause = min(pause * 2, RETRY_PAUSE_MAX_S)
         if status >= 400:
-            detail = raw.decode(errors="replace")[:500]
-            raise ModelCallError(f"model proxy answered {status}: {detail}")
+            raise _call_failed(status, raw)
         reply: dict[str, Any] = json.loads(raw)
         return reply
 

@@ -1,0 +1,26 @@
+"""The run store port over the eventsourcing application (writes on the store's thread)."""
+
+from dataclasses import dataclass
+
+from benchwright_orchestrator.application import RunsApplication
+from benchwright_orchestrator.domain import Run
+from benchwright_shared.relay import Relay
+from benchwright_shared.store import BlockingStore
+
+
+@dataclass
+class StoredRuns:
+    app: RunsApplication
+    store: BlockingStore
+    relay: Relay
+
+    async def save(self, run: Run) -> None:
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
+
+    async def copy_cell(self, run: Run, source_id: str, phase: str, types: tuple[str, ...]) -> bool:
+        copied: bool = await self.store.run(self.app.copy_cell, run, source_id, phase, types)
+        return copied
+
+    async def inherit_scorer(self, run: Run) -> None:
+        await self.store.run(self.app.inherit_scorer, run)
