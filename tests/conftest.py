@@ -68,7 +68,9 @@ async def reset_nats(url: str) -> None:
         subjects.EVENTS_STREAM,
         subjects.RUNS_STREAM,
         f"OBJ_{subjects.DATASETS_BUCKET}",
+        f"OBJ_{subjects.SNAPSHOTS_BUCKET}",
         "KV_bw-members",
+        "KV_bw-leases",
     ):
         with contextlib.suppress(NotFoundError):
             await js.delete_stream(stream)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from benchwright_runtime.health import HealthServer
 from benchwright_runtime.host import SERVICES, ServiceHost
 from benchwright_runtime.nats_server import EmbeddedNats
 from benchwright_shared.settings import Settings
@@ -80,12 +81,18 @@ async def run_one(settings: Settings, service: str) -> None:
     if not settings.nats_url:
         raise SystemExit("serve needs BW_NATS_URL (and BW_DATABASE_URL for production)")
     host = ServiceHost(settings, [service], label=service)
+    health = None
+    if settings.health_port:
+        health = HealthServer(settings.health_port, ready=host.ready)
+        await health.start()
     try:
         await host.start()
         console.print(f"[bold green]{service}[/] serving on {settings.nats_url}")
         await _until_signalled()
     finally:
         await host.stop()
+        if health is not None:
+            await health.stop()
 
 
 def serve(service: str) -> None:

@@ -3,15 +3,19 @@
 import asyncio
 import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from faststream.nats import NatsBroker
 
-from benchwright_shared.bus import build_broker, declare_streams, jetstream
+from benchwright_shared.bus import build_broker, declare_buckets, declare_streams, jetstream
 from benchwright_shared.service import Service
 from benchwright_shared.settings import Settings
+from benchwright_shared.store import setup_lock
 
 log = logging.getLogger(__name__)
+
+# How long a starting process waits for JetStream to answer.
+STARTUP_PATIENCE_S = 120.0
 
 # Service name -> module whose ``build(settings)`` assembles it.
 SERVICES: dict[str, str] = {
@@ -37,11 +41,22 @@ class ServiceHost:
 
     def __init__(self, settings: Settings, names: Sequence[str], *, label: str) -> None:
         self.settings = settings
-        self.services = [build_service(n, settings) for n in names]
+        # Copies starting at once take turns at creating their tables.
+        with setup_lock(settings):
+            self.services = [build_service(n, settings) for n in names]
         self.broker: NatsBroker = build_broker(settings, name=label)
         for service in self.services:
             self.broker.include_router(service.router)
         self._started: list[Service] = []
+
+    def ready(self) -> bool:
+        """Every service of the process started, and the process is connected to NATS."""
+        connection = getattr(self, "_connection", None)
+        return (
+            getattr(self, "_consuming", False)
+            and connection is not None
+            and connection.is_connected
+        )
 
     def service(self, name: str) -> Service:
         return next(s for s in self.services if s.name == name)
@@ -49,11 +64,28 @@ class ServiceHost:
     async def start(self) -> None:
         await self.broker.connect()
         self._connection = self.broker.connection
-        await declare_streams(jetstream(self.broker), replicas=self.settings.nats_replicas)
-        await self.broker.start()
+        js = jetstream(self.broker)
+
+        async def declare() -> None:
+            await declare_streams(js, replicas=self.settings.nats_replicas)
+            await declare_buckets(js, replicas=self.settings.nats_replicas)
+
+        # A cluster that lost a node answers again once its streams and consumers elect
+        # leaders; starting subscribers again is safe (each makes its subscription once).
+        await _patiently("declaring streams", declare)
+        # Services first, then their subscribers: a command waiting in a durable
+        # consumer is delivered the moment its subscriber starts, and must find the
+        # service ready for it (its leases, its broker, its backends).
         for service in self.services:
             await service.start(self.broker)
             self._started.append(service)
+        await _patiently("starting consumers", self.broker.start)
+        self._consuming = True
+        # Last, the doors: an API that answers only once everything behind it does.
+        for service in self.services:
+            serve = getattr(service, "serve", None)
+            if serve is not None:
+                await serve()
 
     async def stop(self) -> None:
         for service in reversed(self._started):
@@ -72,3 +104,17 @@ class ServiceHost:
             connection = getattr(self, "_connection", None)
             if connection is not None and not connection.is_closed:
                 await connection.close()
+
+
+async def _patiently(what: str, step: Callable[[], Awaitable[None]]) -> None:
+    """``step()``, tried again while JetStream is not answering, for ``STARTUP_PATIENCE_S``."""
+    deadline = asyncio.get_running_loop().time() + STARTUP_PATIENCE_S
+    while True:
+        try:
+            await step()
+            return
+        except Exception as exc:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            log.warning("%s failed (%s); retrying", what, exc)
+            await asyncio.sleep(1.0)

@@ -15,9 +15,21 @@ import nats.errors
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    ConsumerConfig,
+    DeliverPolicy,
+    ObjectStoreConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
 from nats.js.client import JetStreamContext as _JS
-from nats.js.errors import BadRequestError, ServiceUnavailableError
+from nats.js.errors import (
+    BadRequestError,
+    BucketNotFoundError,
+    NoStreamResponseError,
+    ServiceUnavailableError,
+)
 from pydantic import BaseModel
 
 from benchwright_shared import subjects
@@ -111,17 +123,39 @@ async def declare_streams(js: JetStreamContext, *, replicas: int = 1) -> None:
             await js.update_stream(config)
 
 
+OBJECT_BUCKETS = (subjects.DATASETS_BUCKET, subjects.SNAPSHOTS_BUCKET)
+
+
+async def declare_buckets(js: JetStreamContext, *, replicas: int = 1) -> None:
+    """Create the platform's object store buckets with ``replicas`` (once; safe from every copy)."""
+    for name in OBJECT_BUCKETS:
+        try:
+            await js.object_store(name)
+        except BucketNotFoundError:
+            config = ObjectStoreConfig(bucket=name, replicas=replicas, storage=StorageType.FILE)
+            try:
+                await js.create_object_store(name, config=config)  # nats-py needs both
+            except Exception:  # another copy made it meanwhile
+                await js.object_store(name)
+
+
 def jetstream(broker: NatsBroker) -> JetStreamContext:
     return broker.connection.jetstream()
 
 
 async def send_command(
-    broker: NatsBroker, command: Contract, *, subject: str | None = None
+    broker: NatsBroker,
+    command: Contract,
+    *,
+    subject: str | None = None,
+    msg_id: str | None = None,
 ) -> None:
     """Publish a command durably; its ``command_id`` makes a re-send a no-op.
 
     ``subject`` sends it somewhere other than its contract's subject (a sandbox
-    command to the copy that holds the sandbox).
+    command to the copy that holds the sandbox); ``msg_id`` replaces the command
+    id as the deduplication key (a command forwarded to another copy is a second
+    message, not a repeat of the first).
     """
     command_id = command.command_id  # type: ignore[attr-defined]
     await publish_durably(
@@ -129,7 +163,7 @@ async def send_command(
         subject or command.subject,
         command.to_bytes(),
         stream=subjects.COMMANDS_STREAM,
-        msg_id=command_id,
+        msg_id=msg_id or command_id,
     )
 
 
@@ -153,6 +187,8 @@ PUBLISH_RETRY_S = 120.0
 _TRANSIENT = (
     nats.errors.TimeoutError,
     nats.errors.NoRespondersError,
+    # A cluster between leaders: the stream has nobody to answer for a moment.
+    NoStreamResponseError,
     nats.errors.ConnectionReconnectingError,
     nats.errors.OutboundBufferLimitError,
     nats.errors.StaleConnectionError,
@@ -219,30 +255,67 @@ def command_subscriber(
     return cast(Callable[[Handler], Handler], subscriber)
 
 
-def event_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Handler]:
-    """An ephemeral consumer of new events: every process sees every event.
+# A listener that belongs to one process is a durable consumer named after it, so it
+# is replicated like its stream (an ephemeral one lives on one node and dies with
+# it); the server drops it once its process has not fetched for this long.
+COPY_CONSUMER_IDLE_S = 600.0
+
+
+def _copy_consumer(
+    router: NatsRouter,
+    subject: str,
+    *,
+    stream: str,
+    owner: str,
+    ack_policy: AckPolicy,
+    max_deliver: int = -1,
+    deliver_policy: DeliverPolicy = DeliverPolicy.NEW,
+) -> Callable[[Handler], Handler]:
+    token = subject.replace(".", "_").replace("*", "any").replace(">", "all")
+    durable = f"{owner}-{token}"
+    subscriber = router.subscriber(
+        subject,
+        stream=JStream(stream, declare=False),
+        durable=durable,
+        pull_sub=PullSub(batch_size=16, timeout=1.0),
+        ack_policy=ack_policy,
+        config=ConsumerConfig(
+            durable_name=durable,
+            deliver_policy=deliver_policy,
+            inactive_threshold=COPY_CONSUMER_IDLE_S,
+            max_deliver=max_deliver,
+            ack_wait=60,
+        ),
+    )
+    return cast(Callable[[Handler], Handler], subscriber)
+
+
+def event_listener(router: NatsRouter, subject: str, *, owner: str) -> Callable[[Handler], Handler]:
+    """This process's own consumer of new events: every process sees every event.
 
     Used for replies to commands: the process awaiting a reply picks out its own.
     """
-    subscriber = router.subscriber(
-        subject,
-        stream=JStream(subjects.EVENTS_STREAM, declare=False),
-        deliver_policy=DeliverPolicy.NEW,
-        ack_policy=AckPolicy.ACK_FIRST,
+    return _copy_consumer(
+        router, subject, stream=subjects.EVENTS_STREAM, owner=owner, ack_policy=AckPolicy.ACK
     )
-    return cast(Callable[[Handler], Handler], subscriber)
 
 
-def copy_command_listener(router: NatsRouter, subject: str) -> Callable[[Handler], Handler]:
-    """An ephemeral consumer of commands addressed to this copy alone.
+def copy_command_listener(
+    router: NatsRouter, subject: str, *, owner: str, max_deliver: int = 5, own: bool = True
+) -> Callable[[Handler], Handler]:
+    """A consumer of commands addressed to this copy alone (``own``) or heard by every copy.
 
-    It starts at the newest message (commands sent before this copy existed were
-    for another) and ends with the copy: a dead copy's commands wait for nobody.
+    A copy's own subject names its copy id, fresh at each start: every message on it
+    is for this copy, whenever it was sent (even before the consumer was made). A
+    subject every copy hears starts at the newest message: older ones were for others.
+    The server drops the consumer some time after the copy is gone.
     """
-    subscriber = router.subscriber(
+    return _copy_consumer(
+        router,
         subject,
-        stream=JStream(subjects.COMMANDS_STREAM, declare=False),
-        deliver_policy=DeliverPolicy.NEW,
-        ack_policy=AckPolicy.ACK_FIRST,
+        stream=subjects.COMMANDS_STREAM,
+        owner=owner,
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        max_deliver=max_deliver,
+        deliver_policy=DeliverPolicy.ALL if own else DeliverPolicy.NEW,
     )
-    return cast(Callable[[Handler], Handler], subscriber)

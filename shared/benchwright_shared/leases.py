@@ -14,8 +14,10 @@ conflicts in the event store (optimistic concurrency on the aggregate), and it
 stops. See docs/decisions/0025.
 """
 
+import asyncio
 import contextlib
 import logging
+import time
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
@@ -62,8 +64,16 @@ class Leases:
     def _key(self, name: str) -> str:
         return f"{self.kind}.{name}"
 
-    async def start(self, js: JetStreamContext) -> None:
-        self._kv = await leases_bucket(js, replicas=self.membership.replicas)
+    async def start(self, js: JetStreamContext, *, patience_s: float = 60.0) -> None:
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                self._kv = await leases_bucket(js, replicas=self.membership.replicas)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
 
     async def holder(self, name: str) -> tuple[str | None, int]:
         """Who holds ``name`` (None when nobody does), and the revision that says so."""
@@ -71,8 +81,8 @@ class Leases:
         try:
             entry = await self._kv.get(self._key(name))
         except KeyNotFoundError as gone:  # never taken, or released (a delete marker)
-            entry = getattr(gone, "entry", None)
-            return None, int(entry.revision) if entry and entry.revision else 0
+            marker = getattr(gone, "entry", None)
+            return None, int(marker.revision) if marker and marker.revision else 0
         value = (entry.value or b"").decode() or None
         return value, int(entry.revision or 0)
 

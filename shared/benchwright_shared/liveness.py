@@ -78,9 +78,19 @@ class Membership:
     def key(self) -> str:
         return f"{self.service}.{self.copy_id}"
 
-    async def start(self, js: JetStreamContext) -> None:
-        self._kv = await members_bucket(js, ttl_s=self.ttl_s, replicas=self.replicas)
-        await self._beat()
+    async def start(self, js: JetStreamContext, *, patience_s: float = 60.0) -> None:
+        """Write the first heartbeat (waiting out a bucket whose replicas elect a leader)."""
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                if self._kv is None:
+                    self._kv = await members_bucket(js, ttl_s=self.ttl_s, replicas=self.replicas)
+                await self._beat()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
         self._task = asyncio.create_task(self._heartbeats(), name=f"heartbeat-{self.copy_id}")
 
     async def stop(self) -> None:
@@ -113,8 +123,8 @@ class Membership:
                 await self._beat()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("heartbeat of %s failed; retrying", self.copy_id, exc_info=True)
+            except Exception as exc:
+                log.warning("heartbeat of %s failed (%s); retrying", self.copy_id, exc)
 
     @property
     def in_good_standing(self) -> bool:

@@ -171,6 +171,64 @@ class ProjectionStore:
                 return sum(self.apply(projection, p, m) for p, m in items)
             raise
 
+    def apply_in_order(
+        self, projection: str, items: Sequence[tuple[int, dict[str, Any]]], seen_up_to: int
+    ) -> int | None:
+        """Apply a batch read in stream order, after everything up to ``seen_up_to``.
+
+        Copies of a service each read the whole stream in order and take turns here
+        (an advisory lock on PostgreSQL), so every position is applied once, and never
+        before an earlier one: a position another copy applied is skipped. Returns how
+        many were applied, or None when the projection was reset under the reader (its
+        tracking is behind what the reader saw): the reader starts again from
+        ``max_position() + 1``.
+        """
+        handler = self.projections[projection]
+        tracking = self._tracking_table()
+        with self._transaction(commit=True) as raw:
+            cur = self._cursor(raw)
+            if self.postgres:
+                cur.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(?))", [f"{self.schema}.{projection}"]
+                )
+            cur.execute(
+                f"SELECT MAX(notification_id) AS m FROM {tracking} WHERE application_name = ?",
+                [projection],
+            )
+            row = cur.fetchone()
+            if int((row or {}).get("m") or 0) < seen_up_to:
+                return None
+            positions = sorted({p for p, _ in items})
+            marks = ", ".join("?" for _ in positions)
+            cur.execute(
+                f"SELECT notification_id FROM {tracking} "
+                f"WHERE application_name = ? AND notification_id IN ({marks})",
+                [projection, *positions],
+            )
+            done = {int(r["notification_id"]) for r in cur.fetchall()}
+            applied = 0
+            for position, message in items:
+                if position in done:
+                    continue
+                done.add(position)
+                self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
+                handler.apply(cur, message)
+                applied += 1
+            return applied
+
+    def tracked(self, projection: str) -> int:
+        """How many stream positions the projection has taken in."""
+        tracking = self._tracking_table()
+
+        def count(cur: ViewCursor) -> int:
+            cur.execute(
+                f"SELECT COUNT(*) AS n FROM {tracking} WHERE application_name = ?", [projection]
+            )
+            row = cur.fetchone()
+            return int((row or {}).get("n") or 0)
+
+        return self.read(count)
+
     def max_position(self, projection: str) -> int:
         return self.recorder.max_tracking_id(projection) or 0
 
@@ -189,6 +247,10 @@ class ProjectionStore:
         tracking = self._tracking_table()
         with self._transaction(commit=True) as raw:
             cur = self._cursor(raw)
+            if self.postgres:  # not in the middle of another copy's batch
+                cur.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(?))", [f"{self.schema}.{projection}"]
+                )
             for table in handler.tables:
                 cur.execute(f"DELETE FROM {cur.table(table)}")
             cur.execute(f"DELETE FROM {tracking} WHERE application_name = ?", [projection])

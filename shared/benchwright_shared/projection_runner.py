@@ -1,6 +1,7 @@
 """Feeding projections from JetStream, and rebuilding them from the start."""
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -19,8 +20,12 @@ from benchwright_shared.contracts.queries import RebuildProjection, RebuildResul
 from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
+from benchwright_shared.tail import StreamTail
 
 log = logging.getLogger(__name__)
+
+# Messages a projection takes (and applies in one transaction) at a time.
+BATCH = 256
 
 
 def register_projection(
@@ -36,7 +41,12 @@ def register_projection(
 ) -> None:
     """Subscribe a projection to ``subject`` with a durable pull consumer.
 
-    Messages arrive in batches and each batch is applied in one transaction.
+    Messages arrive in batches and each batch is applied in one transaction. The
+    consumer lets one batch out at a time (``max_ack_pending`` = the batch size),
+    so however many copies of the service share it, batches are applied one after
+    another, in stream order: two copies never write the same rows at once (no
+    deadlocks in PostgreSQL) and a later event never lands before an earlier one.
+    A copy that dies holding a batch gives it back after ``ack_wait``.
     """
     # The version is in the consumer's name: a new version starts from the first message.
     durable = f"{service}-{projection}-v{store.projections[projection].version}"
@@ -45,7 +55,7 @@ def register_projection(
         subject,
         stream=JStream(stream, declare=False),
         durable=durable,
-        pull_sub=PullSub(batch_size=256, timeout=0.2, batch=True),
+        pull_sub=PullSub(batch_size=BATCH, timeout=0.2, batch=True),
         ack_policy=AckPolicy.NACK_ON_ERROR,
         config=ConsumerConfig(
             durable_name=durable,
@@ -53,6 +63,7 @@ def register_projection(
             # A message pulled by a process that died comes back after this long.
             ack_wait=10,
             deliver_policy=DeliverPolicy.ALL,
+            max_ack_pending=BATCH,
         ),
     )
     async def apply(
@@ -104,6 +115,36 @@ async def rebuild_projection(
     )
 
 
+async def rebuild_ordered(
+    js: JetStreamContext,
+    *,
+    store: ProjectionStore,
+    blocking: BlockingStore,
+    projection: str,
+    source: "Source",
+    after_reset: Callable[[], None],
+    timeout: float = 600.0,
+) -> RebuildResult:
+    """Drop an ordered projection; the feeds (of every copy) replay it from the start.
+
+    Waits until it holds the stream's last position again, then reports both digests.
+    """
+    info = await js.stream_info(source.stream)
+    last = int(info.state.last_seq)
+    before = await blocking.run(store.digest, projection)
+    await blocking.run(store.reset, projection)
+    after_reset()
+    try:
+        await wait_position(store, blocking, projection, last, timeout=timeout)
+    except TimeoutError:
+        log.warning("rebuild of %s did not reach position %s in time", projection, last)
+    digest = await blocking.run(store.digest, projection)
+    applied = await blocking.run(store.tracked, projection)
+    return RebuildResult(
+        projection=projection, applied=applied, digest=digest, before_digest=before
+    )
+
+
 async def wait_position(
     store: ProjectionStore,
     blocking: BlockingStore,
@@ -120,12 +161,69 @@ async def wait_position(
 
 @dataclass(frozen=True)
 class Source:
-    """Where a projection reads from: live subjects, and what a rebuild replays."""
+    """Where a projection reads from: live subjects, and what a rebuild replays.
+
+    An ``ordered`` source is one subject filter that covers every position of its
+    stream (the run logs): each copy of the service reads it whole, in order, and
+    applies it under a lock (``OrderedFeed``). Other sources are shared by a
+    durable consumer, for read models whose rows do not depend on order.
+    """
 
     stream: str
     subjects: tuple[str, ...]
     # Every message a rebuild must consider; messages a projection ignores cost little.
     replay_subject: str
+    ordered: bool = False
+
+
+class OrderedFeed:
+    """Feeds one projection from its stream in order, in this copy, whatever others do.
+
+    It starts after the highest position the projection took in; each batch is
+    applied under the projection's lock, positions another copy applied already are
+    skipped, so the read model sees every event once and in log order however many
+    copies run and whichever of them dies. A projection reset under it (a rebuild,
+    in any copy) sends it back to the start.
+    """
+
+    def __init__(
+        self, store: ProjectionStore, blocking: BlockingStore, projection: str, source: Source
+    ) -> None:
+        self.store = store
+        self.blocking = blocking
+        self.projection = projection
+        self.source = source
+
+    async def run(self, js: JetStreamContext) -> None:
+        seen = await self.blocking.run(self.store.max_position, self.projection)
+        tail = StreamTail(js, self.source.stream, self.source.subjects[0], start_seq=seen + 1)
+        try:
+            while True:
+                msgs = await tail.fetch(timeout=1.0, batch=BATCH)
+                if not msgs:
+                    continue
+                items = [(m.metadata.sequence.stream, json.loads(m.data)) for m in msgs]
+                while True:
+                    try:
+                        applied = await self.blocking.run(
+                            self.store.apply_in_order, self.projection, items, seen
+                        )
+                        break
+                    except Exception:  # the database is away: the same batch, again
+                        log.warning(
+                            "projection %s: batch failed; retrying", self.projection, exc_info=True
+                        )
+                        await asyncio.sleep(1.0)
+                if applied is None:  # reset under us: start over from what it holds
+                    seen = await self.blocking.run(self.store.max_position, self.projection)
+                    await tail.close()
+                    tail = StreamTail(
+                        js, self.source.stream, self.source.subjects[0], start_seq=seen + 1
+                    )
+                    continue
+                seen = items[-1][0]
+        finally:
+            await tail.close()
 
 
 class ProjectionHost:
@@ -143,8 +241,11 @@ class ProjectionHost:
         self.blocking = blocking or BlockingStore(f"{service}-views")
         self.sources = {name: source for name, (_, source) in projections.items()}
         self.store = ProjectionStore(settings, service, [p for p, _ in projections.values()])
-        self.broker: NatsBroker | None = None
+        self._broker: NatsBroker | None = None
+        self._feeds: dict[str, asyncio.Task[None]] = {}
         for name, source in self.sources.items():
+            if source.ordered:
+                continue  # fed by an OrderedFeed once the broker is connected
             for subject in source.subjects:
                 # One durable consumer per subject; each name must be unique on the stream.
                 suffix = "" if len(source.subjects) == 1 else "-" + subject.split(".")[3]
@@ -163,6 +264,33 @@ class ProjectionHost:
         async def rebuild(query: RebuildProjection) -> RebuildResult:
             return await self.rebuild(query.projection)
 
+    @property
+    def broker(self) -> NatsBroker | None:
+        return self._broker
+
+    @broker.setter
+    def broker(self, broker: NatsBroker | None) -> None:
+        """Connected: the ordered projections start following their streams."""
+        self._broker = broker
+        if broker is None or self._feeds:
+            return
+        for name, source in self.sources.items():
+            if source.ordered:
+                self._start_feed(name)
+
+    def _start_feed(self, name: str) -> None:
+        assert self._broker is not None
+        feed = OrderedFeed(self.store, self.blocking, name, self.sources[name])
+        js = self._broker.connection.jetstream()
+        self._feeds[name] = asyncio.create_task(feed.run(js), name=f"projection-{name}")
+
+    async def _stop_feed(self, name: str) -> None:
+        task = self._feeds.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
     async def read[T](self, fn: Callable[[ViewCursor], T]) -> T:
         return await self.blocking.run(self.store.read, fn)
 
@@ -175,8 +303,25 @@ class ProjectionHost:
                     title="unknown projection", status=404, detail=f"known: {sorted(self.sources)}"
                 ),
             )
+        js = self.broker.connection.jetstream()
+        if source.ordered:
+            # This copy's feed replays the stream from the start; another copy's feed
+            # notices the reset when it next applies something, and follows.
+            await self._stop_feed(projection)
+            try:
+                return await rebuild_ordered(
+                    js,
+                    store=self.store,
+                    blocking=self.blocking,
+                    projection=projection,
+                    source=source,
+                    after_reset=lambda: self._start_feed(projection),
+                )
+            finally:
+                if projection not in self._feeds:
+                    self._start_feed(projection)
         return await rebuild_projection(
-            self.broker.connection.jetstream(),
+            js,
             store=self.store,
             blocking=self.blocking,
             projection=projection,
@@ -185,6 +330,8 @@ class ProjectionHost:
         )
 
     def close(self) -> None:
+        for task in self._feeds.values():
+            task.cancel()
         self.store.close()
         self.blocking.close()
 
@@ -194,4 +341,5 @@ RUN_LOG_SOURCE = Source(
     stream=subjects.RUNS_STREAM,
     subjects=(subjects.RUN_LOG_ALL,),
     replay_subject=subjects.RUN_LOG_ALL,
+    ordered=True,
 )

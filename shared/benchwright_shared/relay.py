@@ -22,6 +22,9 @@ from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
 
+# How long a batch's acknowledgements may take before the batch is published again.
+ACK_TIMEOUT_S = 10.0
+
 # Translates one stored notification to (subject, payload) or None to skip it.
 Translator = Callable[[Application[Any], Notification], tuple[str, bytes] | None]
 
@@ -39,8 +42,13 @@ class Relay:
         stream: str,
         batch_size: int = 500,
         poll_interval: float = 1.0,
+        ordered: bool = False,
     ) -> None:
         self.service = service
+        # The stream holds this relay's messages alone, and their order matters (a
+        # run's log): each publish names the one before it, so a message whose
+        # predecessor failed is refused too, and nothing lands out of order.
+        self.ordered = ordered
         self.app = app
         self.store = store
         self.translate = translate
@@ -113,22 +121,30 @@ class Relay:
         if not notifications:
             return False
         futures = []
+        # The first of a batch follows what is acknowledged already; the chain of
+        # expectations starts after it (a purged stream cannot wedge the relay).
+        previous = 0
         for n in notifications:
             translated = self.translate(self.app, n)
             if translated is None:
                 continue
             subject, payload = translated
+            headers = {"Nats-Msg-Id": f"{self.service}:{n.id}"}
+            if self.ordered and previous:
+                headers["Nats-Expected-Last-Msg-Id"] = f"{self.service}:{previous}"
+            previous = n.id
             # One connection keeps publish order; acks are awaited together.
             futures.append(
-                await js.publish_async(
-                    subject,
-                    payload,
-                    stream=self.stream,
-                    headers={"Nats-Msg-Id": f"{self.service}:{n.id}"},
-                )
+                await js.publish_async(subject, payload, stream=self.stream, headers=headers)
             )
         if futures:
-            await asyncio.gather(*futures)
+            try:
+                # An ack lost with a server that died would be waited for forever.
+                await asyncio.wait_for(asyncio.gather(*futures), ACK_TIMEOUT_S)
+            except BaseException:
+                for future in futures:
+                    future.cancel()  # frees its slot; the batch goes again, deduplicated
+                raise
         last = notifications[-1].id
         await self.store.run(self._save_position, last)
         async with self._progress:

@@ -5,6 +5,9 @@ directory with 0600 permissions; a subclass names the file (``key_file``). The
 key never leaves the object, and a wrong key says so without showing either.
 """
 
+import base64
+import hashlib
+import hmac
 import os
 from pathlib import Path
 from typing import ClassVar
@@ -21,6 +24,7 @@ class Sealer:
 
     def __init__(self, key: bytes) -> None:
         self._fernet = Fernet(key)
+        self._derivation_key = hashlib.sha256(b"benchwright derive\x1f" + key).digest()
 
     @classmethod
     def from_config(cls, configured: str | None, directory: Path) -> "Sealer":
@@ -41,6 +45,15 @@ class Sealer:
             finally:
                 staging.unlink(missing_ok=True)
         return cls(path.read_bytes().strip())
+
+    def derive(self, purpose: str, message: str) -> str:
+        """A secret value for ``message``, the same from every copy sharing the key.
+
+        One-way (HMAC-SHA256 under a key derived from the sealing key): knowing
+        derived values tells nothing of the key or of other derived values.
+        """
+        mac = hmac.new(self._derivation_key, f"{purpose}\x1f{message}".encode(), "sha256")
+        return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
 
     def seal(self, value: str) -> str:
         return self._fernet.encrypt(value.encode()).decode()

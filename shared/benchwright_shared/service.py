@@ -17,7 +17,11 @@ class Service(Protocol):
     router: NatsRouter
 
     async def start(self, broker: NatsBroker) -> None:
-        """Called once the broker is connected and subscribers run."""
+        """Called once the broker is connected, before the subscribers start.
+
+        A service may also have ``async def serve(self)``: called last, once every
+        subscriber of the process runs, to open what outsiders reach (an HTTP API).
+        """
 
     async def stop(self) -> None:
         """Release what ``start`` acquired; called before the broker stops."""

@@ -23,6 +23,13 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     nats_url: str | None = None
     database_url: str | None = None
+    # Connections each store keeps open to PostgreSQL, and how many more it may open
+    # for a moment: a copy of a service holds (stores) x (size + overflow) at most.
+    postgres_pool_size: int = Field(default=1, ge=1, le=32)
+    postgres_max_overflow: int = Field(default=1, ge=0, le=32)
+
+    # ``benchwright serve`` answers /healthz and /readyz here (0: no health endpoint).
+    health_port: int = 0
 
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8765
@@ -121,6 +128,12 @@ class Settings(BaseSettings):
     injector_allow_internal: bool = False
     # An extra CA the injector trusts upstream, beside the public ones.
     injector_upstream_ca: Path | None = None
+    # The injector's address as sandboxes reach it (``http://host:port``), when not
+    # where it listens: the load balancer in front of several proxy copies.
+    injector_public_url: str | None = None
+    # Where the injector keeps its CA (certificate and key). Unset: the proxy's data
+    # directory. Copies behind one address must share one CA: mount the same secret.
+    injector_ca_dir: Path | None = None
     # Where a run's sandboxes live when its launch says `compute: default` (or nothing).
     # `auto` picks the first remote backend configured here (e2b, then sandbox0),
     # else `local`. The orchestrator resolves it at launch and records `backend`.

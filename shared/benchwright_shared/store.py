@@ -7,8 +7,9 @@ dedicated thread per store (SQLite serialises writers anyway).
 """
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -36,6 +37,32 @@ def postgres_params(database_url: str) -> dict[str, str]:
     }
 
 
+# Any number: every copy of every service agrees on it.
+SETUP_LOCK_KEY = 0x0B3C_4E5D
+
+
+@contextlib.contextmanager
+def setup_lock(settings: Settings) -> Iterator[None]:
+    """Hold PostgreSQL's setup lock while a process creates its schemas and tables.
+
+    ``CREATE TABLE IF NOT EXISTS`` is not safe against itself in PostgreSQL: two
+    copies starting at once can both try, and one fails on a unique index of the
+    catalog. Copies take turns instead (a session advisory lock). SQLite needs none.
+    """
+    if not settings.uses_postgres:
+        yield
+        return
+    import psycopg
+
+    assert settings.database_url
+    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", [SETUP_LOCK_KEY])
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [SETUP_LOCK_KEY])
+
+
 def ensure_postgres_schema(database_url: str, schema: str) -> None:
     import psycopg
 
@@ -57,8 +84,11 @@ def eventsourcing_env(settings: Settings, service: str, *, part: str = "events")
         env |= {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_SCHEMA": schema,
-            "POSTGRES_POOL_SIZE": "4",
-            "POSTGRES_MAX_OVERFLOW": "4",
+            # Each store is used from one thread (``BlockingStore``): one connection is
+            # enough, one more covers a moment of overlap. See deploy/README.md for
+            # what a copy of each service holds.
+            "POSTGRES_POOL_SIZE": str(settings.postgres_pool_size),
+            "POSTGRES_MAX_OVERFLOW": str(settings.postgres_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": "5",
             **postgres_params(settings.database_url),
         }

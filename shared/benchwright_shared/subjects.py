@@ -16,6 +16,9 @@ RUNS_SUBJECTS: Final = ("bw.run.v1.>",)
 
 # Object store bucket holding subset rows as content-addressed JSON lines.
 DATASETS_BUCKET: Final = "bw-datasets"
+# Object store bucket holding sandbox snapshots (content-addressed tar.gz), so any
+# sandbox-manager copy can restore what another one captured.
+SNAPSHOTS_BUCKET: Final = "bw-snapshots"
 
 # Commands --------------------------------------------------------------------
 LAUNCH_RUN: Final = "bw.cmd.orchestrator.launch_run.v1"
@@ -38,6 +41,7 @@ SANDBOX_KILLED: Final = "bw.evt.sandbox.killed.v1"
 SANDBOX_COMMAND_FAILED: Final = "bw.evt.sandbox.command_failed.v1"
 SANDBOX_TASK_RESULTS: Final = "bw.evt.sandbox.task_results.v1"
 SANDBOX_TASKS_FINISHED: Final = "bw.evt.sandbox.tasks_finished.v1"
+SANDBOX_SWEEP_PROGRESS: Final = "bw.evt.sandbox.sweep_progress.v1"
 SANDBOX_EXEC_FINISHED: Final = "bw.evt.sandbox.exec_finished.v1"
 SANDBOX_SNAPSHOTTED: Final = "bw.evt.sandbox.snapshotted.v1"
 PROXY_EVENTS: Final = "bw.evt.proxy.>"
@@ -46,7 +50,7 @@ MODEL_USAGE_RECORDED: Final = "bw.evt.proxy.model_usage.v1"
 DRIVER_USAGE_RECORDED: Final = "bw.evt.orchestrator.driver_usage.v1"
 
 # A run's sweep results: one subject per run and kind (``task_results``,
-# ``tasks_finished``), so the orchestrator driving the run reads them from the
+# ``progress``, ``tasks_finished``), so the orchestrator driving the run reads them from the
 # stream in the order they were published, including what came while nobody listened.
 SWEEP_PREFIX: Final = "bw.evt.sandbox.sweep.v1"
 
@@ -70,6 +74,15 @@ def sandbox_copy_subject(copy_id: str, verb: str) -> str:
 
 def sandbox_copy_filter(copy_id: str) -> str:
     return f"{SANDBOX_COPY_PREFIX}.{copy_id}.>"
+
+
+# Commands about a run that another orchestrator copy drives are forwarded to it:
+# ``bw.cmd.orchestrator.copy.<copy id>.<verb>.v1`` (decision 0025).
+ORCHESTRATOR_COPY_PREFIX: Final = "bw.cmd.orchestrator.copy"
+
+
+def orchestrator_copy_subject(copy_id: str, verb: str) -> str:
+    return f"{ORCHESTRATOR_COPY_PREFIX}.{copy_id}.{verb}.v1"
 
 
 # The run event log: one subject per run, relayed from the orchestrator's store.

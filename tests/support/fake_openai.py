@@ -97,6 +97,8 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
                 return JSONResponse({"error": {"message": "busy"}}, status, headers=headers)
             state["auth"].add(request.headers.get("authorization", ""))
             prompt = body["messages"][-1]["content"]
+            # Who asked what, and when: (time, the request's model name, the prompt).
+            state.setdefault("log", []).append((time.monotonic(), body.get("model"), prompt))
             # A slow answer must not hold up the other calls, as a real server's would not.
             text = await asyncio.to_thread(answer, prompt) if state["threaded"] else answer(prompt)
             if body.get("stream") and state.get("streaming"):

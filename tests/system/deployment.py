@@ -76,6 +76,127 @@ class PrivateNats:
                 self.proc.kill()
 
 
+class NatsCluster:
+    """Three (or more) nats-servers with JetStream, clustered by routes on loopback."""
+
+    def __init__(self, root: Path, size: int = 3) -> None:
+        self.root = root
+        self.ports = [free_port() for _ in range(size)]
+        self.routes = [free_port() for _ in range(size)]
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * size
+
+    @property
+    def url(self) -> str:
+        return ",".join(f"nats://127.0.0.1:{p}" for p in self.ports)
+
+    def start(self, node: int | None = None) -> None:
+        for i in range(len(self.ports)) if node is None else [node]:
+            home = self.root / f"n{i}"
+            home.mkdir(parents=True, exist_ok=True)
+            routes = ", ".join(f"nats-route://127.0.0.1:{r}" for r in self.routes)
+            (home / "nats.conf").write_text(
+                f'server_name: "n{i}"\n'
+                f'listen: "127.0.0.1:{self.ports[i]}"\n'
+                "max_payload: 8MB\n"
+                f'jetstream {{ store_dir: "{home / "store"}" }}\n'
+                f'cluster {{ name: "bw", listen: "127.0.0.1:{self.routes[i]}", '
+                f"routes: [{routes}] }}\n"
+            )
+            log = (home / "nats.log").open("ab")
+            self.procs[i] = subprocess.Popen(
+                [find_binary(), "-c", str(home / "nats.conf")], stdout=log, stderr=log
+            )
+
+    async def ready(self, timeout: float = 60) -> None:
+        """Every node answers and JetStream has a leader (a stream can be made)."""
+        import nats
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                nc = await nats.connect(servers=self.url.split(","), connect_timeout=2)
+                try:
+                    js = nc.jetstream(timeout=2)
+                    await js.account_info()
+                    return
+                finally:
+                    await nc.close()
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+
+    def kill(self, node: int) -> None:
+        proc = self.procs[node]
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            if proc is not None:
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+class Balancer:
+    """A TCP load balancer on loopback: what production puts in front of the proxy copies.
+
+    Each connection goes to the next backend that accepts it (round robin); a
+    backend that refuses is skipped, so one copy's death costs no connection
+    that starts after it.
+    """
+
+    def __init__(self, backends: list[int]) -> None:
+        self.backends = backends
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._next = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> "Balancer":
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream = None
+        for _ in range(len(self.backends) * 20):
+            port = self.backends[self._next % len(self.backends)]
+            self._next += 1
+            try:
+                upstream = await asyncio.open_connection("127.0.0.1", port)
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        if upstream is None:
+            writer.close()
+            return
+        up_reader, up_writer = upstream
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(Exception):
+                dst.close()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
 @dataclass
 class Copy:
     service: str
@@ -96,8 +217,13 @@ class Deployment:
     gateway_ports: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.proxy_port = free_port()
-        self.injector_port = free_port()
+        # Fixed per copy, so that a restarted copy answers where it did before.
+        self.proxy_ports = [free_port() for _ in range(4)]
+        self.injector_ports = [free_port() for _ in range(4)]
+
+    @property
+    def proxy_port(self) -> int:
+        return self.proxy_ports[0]
 
     def _env(self, copy: Copy) -> dict[str, str]:
         env = {
@@ -105,8 +231,8 @@ class Deployment:
             "BW_NATS_URL": self.nats_url,
             "BW_DATABASE_URL": self.database_url,
             "BW_DATA_DIR": str(copy.data_dir),
-            "BW_PROXY_PORT": str(self.proxy_port),
-            "BW_INJECTOR_PORT": str(self.injector_port),
+            "BW_PROXY_PORT": str(self.proxy_ports[copy.index]),
+            "BW_INJECTOR_PORT": str(self.injector_ports[copy.index]),
             "BW_TASK_CONCURRENCY": "4",
             **self.env,
         }
@@ -134,9 +260,10 @@ class Deployment:
         )
         return copy
 
-    def start_all(self, services: list[str] = SERVICES) -> None:
+    def start_all(self, services: list[str] = SERVICES, copies: int = 1) -> None:
         for service in services:
-            self.start(service)
+            for index in range(copies):
+                self.start(service, index)
 
     def kill(self, service: str, index: int = 0) -> None:
         """SIGKILL: no chance to clean up, as when a machine or a container dies."""
@@ -237,11 +364,18 @@ class PatientClient:
         """The whole log of a run."""
         found: list[dict[str, Any]] = []
         after: int | None = None
+        deadline = time.monotonic() + 30
         while True:
             params: dict[str, Any] = {"limit": 1000}
             if after is not None:
                 params["after_seq"] = after
-            page = (await self.get(f"/v1/runs/{run_id}/events", params=params)).json()
+            response = await self.get(f"/v1/runs/{run_id}/events", params=params)
+            if response.status_code == 404 and not found and time.monotonic() < deadline:
+                # Just launched: the read model has not caught up yet (reads lag writes).
+                await asyncio.sleep(0.2)
+                continue
+            assert response.status_code == 200, response.text
+            page = response.json()
             found.extend(page["data"])
             if not page.get("has_more") or not page["data"]:
                 return found

@@ -125,6 +125,10 @@ class GatewayService:
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker
         self.views.broker = broker
+        await self.webhooks.start()
+
+    async def serve(self) -> None:
+        """Open the API, once every subscriber of the process runs (ServiceHost calls it)."""
         config = uvicorn.Config(
             self.http,
             host=self.settings.gateway_host,
@@ -142,7 +146,6 @@ class GatewayService:
         # Every deployment needs a first credential; it is written once, 0600, and
         # only once the API listens, so the file's presence means "ready to use".
         self.credentials_path = await self.blocking.run(self.ensure_admin_token)
-        await self.webhooks.start()
 
     async def stop(self) -> None:
         if self._server:

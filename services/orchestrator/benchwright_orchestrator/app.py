@@ -30,6 +30,7 @@ class OrchestratorService:
             store=self.store,
             translate=translate_notification,
             stream=subjects.RUNS_STREAM,
+            ordered=True,
         )
 
         self.membership = Membership(

@@ -1,6 +1,5 @@
 """The orchestrator's application: runs in, run logs out."""
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -170,22 +169,39 @@ class RunsApplication(RelayedApplication):
 
     def unfinished_run_ids(self) -> list[str]:
         """Runs whose log has no ``PipelineFinished`` (interrupted by a crash)."""
-        launched = self._originators_with_topic("RunLaunched")
-        finished = self._originators_with_topic("PipelineFinished")
-        return sorted(str(i) for i in launched - finished)
+        return sorted(UnfinishedRuns().catch_up(self))
 
-    def _originators_with_topic(self, event_name: str) -> set[uuid.UUID]:
-        topic = f"{Run.__module__}:Run.{event_name}"
-        found: set[uuid.UUID] = set()
-        start = 0
+
+class UnfinishedRuns:
+    """The runs without ``PipelineFinished``, kept up to date from the notification log.
+
+    The first call reads the whole log (two topics only); each later one reads what
+    was recorded since, so an orchestrator can ask every couple of seconds.
+    """
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.unfinished: set[str] = set()
+
+    def catch_up(self, app: Application[Any]) -> set[str]:
+        launched = f"{Run.__module__}:Run.RunLaunched"
+        finished = f"{Run.__module__}:Run.PipelineFinished"
         while True:
-            batch = self.recorder.select_notifications(
-                start=start, limit=1000, topics=[topic], inclusive_of_start=False
+            batch = app.recorder.select_notifications(
+                start=self.position,
+                limit=1000,
+                topics=[launched, finished],
+                inclusive_of_start=False,
             )
             if not batch:
-                return found
-            found.update(uuid.UUID(str(n.originator_id)) for n in batch)
-            start = batch[-1].id
+                return set(self.unfinished)
+            for notification in batch:
+                run_id = str(notification.originator_id)
+                if notification.topic == launched:
+                    self.unfinished.add(run_id)
+                else:
+                    self.unfinished.discard(run_id)
+            self.position = batch[-1].id
 
 
 # Which phase produced each inheritable event (DatasetTasksArtifact: see ``inherit``).

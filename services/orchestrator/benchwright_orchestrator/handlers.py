@@ -2,13 +2,11 @@
 
 from typing import Any
 
-from faststream import AckPolicy
-from faststream.nats import JStream, NatsRouter
-from nats.js.api import DeliverPolicy
+from faststream.nats import NatsRouter
 
 from benchwright_orchestrator.runner import Orchestrator
 from benchwright_shared import subjects
-from benchwright_shared.bus import command_subscriber, event_listener
+from benchwright_shared.bus import command_subscriber, copy_command_listener, event_listener
 from benchwright_shared.contracts import (
     Contract,
     DeleteRun,
@@ -40,42 +38,65 @@ REPLY_TYPES: tuple[type[Contract], ...] = (
 
 
 def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int) -> None:
+    """Subscribers in the order they start: this copy's own first (replies to its
+    commands, commands forwarded to it, halts), then the work it shares with other
+    copies, so that no shared work is taken before its answers can be heard."""
+    copy = orchestrator.copy_id or "orchestrator"
+    for reply_type in REPLY_TYPES:
+        _listen_for_replies(router, orchestrator, reply_type, copy)
+
+    if orchestrator.copy_id is not None:
+
+        @copy_command_listener(
+            router, subjects.orchestrator_copy_subject(copy, "resolve_halt"), owner=copy
+        )
+        async def resolve_halt_here(command: ResolveRunHalt) -> None:
+            await orchestrator.resolve_halt(command)
+
+        @copy_command_listener(
+            router, subjects.orchestrator_copy_subject(copy, "update_run"), owner=copy
+        )
+        async def update_run_here(command: UpdateRun) -> None:
+            await orchestrator.update(command)
+
+        @copy_command_listener(
+            router, subjects.orchestrator_copy_subject(copy, "delete_run"), owner=copy
+        )
+        async def delete_run_here(command: DeleteRun) -> None:
+            await orchestrator.delete(command)
+
+    @copy_command_listener(
+        router, subjects.HALT_RUN, owner=copy, max_deliver=max_deliver, own=False
+    )
+    async def halt_run(command: HaltRun) -> None:
+        # Every orchestrator copy hears a halt; the one driving the run acts.
+        await orchestrator.halt(command)
+
     @command_subscriber(
         router, subjects.LAUNCH_RUN, service="orchestrator", max_deliver=max_deliver
     )
     async def launch_run(command: LaunchRun) -> None:
         await orchestrator.launch(command)
 
-    @router.subscriber(
-        subjects.HALT_RUN,
-        stream=JStream(subjects.COMMANDS_STREAM, declare=False),
-        deliver_policy=DeliverPolicy.NEW,
-        ack_policy=AckPolicy.ACK_FIRST,
-    )
-    async def halt_run(command: HaltRun) -> None:
-        # Every orchestrator process hears a halt; the one driving the run acts.
-        await orchestrator.halt(command)
-
+    # A command about one run goes to the copy driving it (Orchestrator.route); a
+    # copy's own subject takes the ones forwarded to it.
     @command_subscriber(
         router, subjects.RESOLVE_RUN_HALT, service="orchestrator", max_deliver=max_deliver
     )
     async def resolve_halt(command: ResolveRunHalt) -> None:
-        await orchestrator.resolve_halt(command)
+        await orchestrator.route(command, "resolve_halt", orchestrator.resolve_halt)
 
     @command_subscriber(
         router, subjects.UPDATE_RUN, service="orchestrator", max_deliver=max_deliver
     )
     async def update_run(command: UpdateRun) -> None:
-        await orchestrator.update(command)
+        await orchestrator.route(command, "update_run", orchestrator.update)
 
     @command_subscriber(
         router, subjects.DELETE_RUN, service="orchestrator", max_deliver=max_deliver
     )
     async def delete_run(command: DeleteRun) -> None:
-        await orchestrator.delete(command)
-
-    for reply_type in REPLY_TYPES:
-        _listen_for_replies(router, orchestrator, reply_type)
+        await orchestrator.route(command, "delete_run", orchestrator.delete)
 
     @router.subscriber(subjects.GET_RUN_EVENTS, queue="orchestrator")
     async def run_events(query: GetRunEvents) -> RunEventsPage:
@@ -83,10 +104,10 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
 
 
 def _listen_for_replies(
-    router: NatsRouter, orchestrator: Orchestrator, reply_type: type[Contract]
+    router: NatsRouter, orchestrator: Orchestrator, reply_type: type[Contract], copy: str
 ) -> None:
     async def deliver(body: dict[str, Any]) -> None:
         event = reply_type.model_validate(body)
         orchestrator.replies.deliver(event.command_id, event)  # type: ignore[attr-defined]
 
-    event_listener(router, reply_type.subject)(deliver)
+    event_listener(router, reply_type.subject, owner=copy)(deliver)

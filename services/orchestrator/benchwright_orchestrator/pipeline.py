@@ -9,6 +9,7 @@ resume, on replay, on a fork, or after a person answered a review.
 """
 
 import asyncio
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -25,7 +26,14 @@ from benchwright_orchestrator.driver.base import Driver, DriverUsage, RequestRev
 from benchwright_orchestrator.limits import LimitWatch, task_timeout_s
 from benchwright_orchestrator.phases import PHASES, PhaseContext, after_cache_hit
 from benchwright_orchestrator.plan import is_resumable_halt, plan_phases
-from benchwright_orchestrator.ports import InfraError, PhaseError, Platform, RunStore, Workspace
+from benchwright_orchestrator.ports import (
+    InfraError,
+    PhaseError,
+    Platform,
+    RunStore,
+    RunSuperseded,
+    Workspace,
+)
 from benchwright_shared.contracts import DriverUsageRecorded
 from benchwright_shared.settings import Settings
 
@@ -65,6 +73,8 @@ class RunPipeline:
         self.halt_reason: str | None = None
         # Set once the run waits for a person: this pipeline is only releasing now.
         self.parked = False
+        # Set when another copy took the run over: this pipeline stopped, touching nothing.
+        self.superseded = False
         self._phases: asyncio.Task[None] | None = None
         self.limits = LimitWatch(
             run.limits or {},
@@ -176,7 +186,15 @@ class RunPipeline:
             run.driver_selected(
                 driver=self.driver.name, model=self.driver.model, note=self.driver.note
             )
-        await self.save()
+        try:
+            await self.save()
+            await self._drive(remaining, resumed_phase, started)
+        except RunSuperseded:
+            self.superseded = True
+            self.limits.stop()
+
+    async def _drive(self, remaining: list[str], resumed_phase: str | None, started: float) -> None:
+        run = self.run
         error: PhaseError | None = None
         self.limits.start()
         self._phases = asyncio.create_task(self._run_phases(remaining, resumed_phase))
@@ -198,7 +216,10 @@ class RunPipeline:
                 await self._record_halt(self.halt_reason)
         finally:
             self.limits.stop()
-            await self.work.release()
+            # Whatever happened, the sandboxes and the model key go: unless another copy
+            # drives the run now, and they are its.
+            if not isinstance(sys.exc_info()[1], RunSuperseded):
+                await self.work.release()
         if self.parked:
             await self.save()  # what the release recorded; the run waits, unfinished
             return
@@ -288,7 +309,7 @@ class RunPipeline:
                 after_cache_hit(self.ctx, phase)
             else:
                 await self._work(phase)
-        except (RestartPhase, RequestReview):
+        except (RestartPhase, RequestReview, RunSuperseded):
             raise
         except Exception as exc:
             error = (

@@ -8,6 +8,7 @@ Errors a phase can meet::
     PhaseError                 a phase could not finish; error_type says why
     └── InfraError             the platform failed it (worth retrying)
         └── SandboxLost        the sandbox went with the sandbox-manager copy that held it
+    RunSuperseded              another copy drives the run now: stop, touch nothing
 """
 
 from collections.abc import Awaitable, Callable
@@ -48,6 +49,14 @@ class SandboxLost(InfraError):
     def __init__(self, sandbox_id: str, detail: str) -> None:
         super().__init__("infra:sandbox_lost", detail)
         self.sandbox_id = sandbox_id
+
+
+class RunSuperseded(Exception):
+    """The run's log grew under us: another orchestrator copy took the run over.
+
+    The pipeline that meets it stops at once, without tearing anything down (the
+    sandboxes and the model key are the new driver's now) and without finishing.
+    """
 
 
 @dataclass(frozen=True)

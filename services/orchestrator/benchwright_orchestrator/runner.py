@@ -1,7 +1,21 @@
-"""Owns the running pipelines of this orchestrator process."""
+"""Owns the pipelines this orchestrator copy drives, and decides which runs those are.
+
+A run is driven by exactly one copy at a time: the holder of its lease
+(``run.<id>`` in the ``bw-leases`` bucket, decision 0025). The copy that takes
+a ``LaunchRun`` claims the lease before it creates the run; a finished run's
+lease is released; a parked run's is kept by whoever parked it. Every couple
+of seconds each copy looks for unfinished runs whose holder is dead (or that
+nobody holds) and takes them over: the run resumes from its log. Commands
+about a run that another live copy drives are forwarded to that copy's own
+subject, so that every write to a running run goes through the one aggregate
+instance its pipeline holds.
+"""
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from faststream.nats import NatsBroker
 
@@ -9,11 +23,19 @@ from benchwright_orchestrator.adapters.platform import NatsPlatform
 from benchwright_orchestrator.adapters.replies import Replies
 from benchwright_orchestrator.adapters.store import StoredRuns
 from benchwright_orchestrator.adapters.workspace import NatsWorkspace
-from benchwright_orchestrator.application import RunsApplication
-from benchwright_orchestrator.domain import Run, RunError, RunNotPublishableError
+from benchwright_orchestrator.application import RunsApplication, UnfinishedRuns
+from benchwright_orchestrator.domain import (
+    TERMINAL_STATUSES,
+    Run,
+    RunError,
+    RunNotPublishableError,
+)
 from benchwright_orchestrator.driver.select import select_driver
 from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.plan import resolve_backend
+from benchwright_orchestrator.ports import RunSuperseded
+from benchwright_shared import subjects
+from benchwright_shared.bus import jetstream, send_command
 from benchwright_shared.contracts import (
     DeleteRun,
     GetRunEvents,
@@ -24,12 +46,18 @@ from benchwright_shared.contracts import (
     RunEventsPage,
     UpdateRun,
 )
+from benchwright_shared.leases import Leases
 from benchwright_shared.liveness import Membership
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
+
+# How often a copy looks for runs nobody (alive) drives.
+WATCH_EVERY_S = 2.0
+
+RunCommand = TypeVar("RunCommand", ResolveRunHalt, UpdateRun, DeleteRun)
 
 
 class Orchestrator:
@@ -43,6 +71,7 @@ class Orchestrator:
         membership: Membership | None = None,
     ) -> None:
         self.membership = membership
+        self.leases = Leases(membership, "run") if membership is not None else None
         self.settings = settings
         self.app = app
         self.store = store
@@ -52,17 +81,121 @@ class Orchestrator:
         self._tasks: set[asyncio.Task[None]] = set()
         self._pipelines: dict[str, RunPipeline] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._unfinished = UnfinishedRuns()
+        self._watcher: asyncio.Task[None] | None = None
+
+    @property
+    def copy_id(self) -> str | None:
+        return self.membership.copy_id if self.membership else None
 
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker
-        await self.close_interrupted_runs()
+        if self.leases is not None:
+            await self.leases.start(jetstream(broker))
+            self._watcher = asyncio.create_task(self._watch(), name="orchestrator-takeover")
+        else:
+            await self.take_over_orphans()  # alone: every unfinished run is ours
 
     async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    # -- leases -----------------------------------------------------------------------
+    async def _claim(self, run_id: str) -> bool:
+        """Hold the run's lease (taken from a dead holder if need be); False if a live copy does."""
+        return True if self.leases is None else await self.leases.acquire(run_id)
+
+    async def _let_go(self, run_id: str) -> None:
+        if self.leases is not None:
+            with contextlib.suppress(Exception):
+                await self.leases.release(run_id)
+
+    async def _live_holder(self, run_id: str) -> str | None:
+        """The other live copy driving ``run_id``, if any."""
+        if self.leases is None or self.membership is None:
+            return None
+        holder, _ = await self.leases.holder(run_id)
+        if holder is None or holder == self.copy_id:
+            return None
+        return holder if await self.membership.alive("orchestrator", holder) else None
+
+    # -- taking runs over -------------------------------------------------------------
+    async def _watch(self) -> None:
+        while True:
+            try:
+                await self.take_over_orphans()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("looking for orphaned runs failed", exc_info=True)
+            await asyncio.sleep(WATCH_EVERY_S)
+
+    async def take_over_orphans(self) -> int:
+        """Drive the unfinished runs nobody alive drives; returns how many were taken.
+
+        Waits until this copy can tell the living from the dead (a whole TTL of
+        its own heartbeats): a copy that just started, or just reconnected, might
+        otherwise take over runs whose holder is only slow to show itself.
+        """
+        if self.membership is not None and not self.membership.can_judge():
+            return 0
+        taken = 0
+        for run_id in sorted(await self.store.run(self._unfinished.catch_up, self.app)):
+            if run_id in self._pipelines or not await self._claim(run_id):
+                continue
+            run = await self.store.run(self.app.find_run, run_id)
+            if run is None or run.status in TERMINAL_STATUSES:
+                await self._let_go(run_id)
+                continue
+            if await self._carry_on(run):
+                taken += 1
+        return taken
+
+    async def _carry_on(self, run: Run) -> bool:
+        """Drive a run whose lease we hold and no pipeline here drives; True if it goes on.
+
+        It resumes where its log ends; a run parked for a person stays parked (we
+        keep holding it); a run caught mid-halt is closed.
+        """
+        if run.waiting:
+            return False
+        if not run.plan and not run.halted and not run.deleted:
+            self._spawn(run)  # launched, but the pipeline never began
+            return True
+        if resumable(run):
+            log.warning("resuming run %s in %s", run.run_id, run.current_phase)
+            self._spawn(run, resume=True)
+            return True
+        if run.current_phase:
+            run.fail_phase(
+                phase=run.current_phase,
+                error_type="interrupted",
+                detail="the orchestrator stopped while this phase ran",
+                stack_trace=None,
+            )
+        run.finish(
+            status="error",
+            duration_ms=0,
+            summary=run.summary(),
+            error_type="interrupted",
+            detail="the orchestrator restarted before this run finished",
+            fingerprint=run.fingerprint(),
+        )
+        await self.store.run(self.app.save, run)
+        self.relay.wake()
+        await self._let_go(run.run_id)
+        log.warning("closed interrupted run %s", run.run_id)
+        return False
+
+    # -- launching --------------------------------------------------------------------
     async def launch(self, command: LaunchRun) -> None:
+        if not await self._claim(command.run_id):
+            return  # a live copy took this launch already (a redelivery)
         remote = [
             name
             for name, configured in (
@@ -76,8 +209,14 @@ class Orchestrator:
         self.relay.wake()
         if created:
             self._spawn(run)
+        elif run.run_id not in self._pipelines:
+            # Created by a copy that died before driving it, or finished already.
+            if run.status in TERMINAL_STATUSES:
+                await self._let_go(run.run_id)
+            else:
+                await self._carry_on(run)
 
-    def _spawn(self, run: Run, *, resume: bool = False) -> None:
+    def _spawn(self, run: Run, *, resume: bool = False) -> RunPipeline:
         assert self.broker is not None
         deps = PipelineDeps(
             store=StoredRuns(self.app, self.store, self.relay),
@@ -93,32 +232,83 @@ class Orchestrator:
         task.add_done_callback(self._finished)
         task.add_done_callback(lambda _: self._pipelines.pop(run.run_id, None))
         task.add_done_callback(lambda _: self._running.pop(run.run_id, None))
+        task.add_done_callback(lambda t: self._after(pipeline, t))
+        return pipeline
+
+    def _after(self, pipeline: RunPipeline, task: asyncio.Task[None]) -> None:
+        """A finished run's lease goes; a parked one's stays here; a superseded one is not ours."""
+        if task.cancelled() or pipeline.parked or pipeline.superseded:
+            return
+        if pipeline.run.status in TERMINAL_STATUSES:
+            self._background(self._let_go(pipeline.run.run_id))
+
+    def _background(self, work: Awaitable[None]) -> None:
+        async def run() -> None:
+            await work
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception():
+            log.error("pipeline crashed", exc_info=task.exception())
+
+    # -- commands about one run ---------------------------------------------------------
+    async def route(
+        self, command: RunCommand, verb: str, handle: Callable[[RunCommand], Awaitable[None]]
+    ) -> None:
+        """Handle a command about a run here, or send it to the live copy that drives it."""
+        holder = await self._live_holder(command.run_id)
+        if holder is not None:
+            assert self.broker is not None
+            await send_command(
+                self.broker,
+                command,
+                subject=subjects.orchestrator_copy_subject(holder, verb),
+                msg_id=f"{command.command_id}>{holder}",
+            )
+            return
+        if command.run_id not in self._pipelines and not await self._claim(command.run_id):
+            # Claimed by a live copy between our two looks: let JetStream try again.
+            raise RunError(f"run {command.run_id} changed hands; retrying")
+        await handle(command)
 
     async def halt(self, command: HaltRun) -> None:
-        """Halt the run if this process drives it; another process may.
+        """Halt the run if this copy drives it (every copy hears a halt).
 
-        A run parked waiting for a person has no pipeline anywhere: the
-        process that receives the halt first closes it.
+        A run nobody drives (parked for a person, or between a dead copy and its
+        successor) is closed by the copy that holds, or can take, its lease.
         """
         pipeline = self._pipelines.get(command.run_id)
         if pipeline is not None and not pipeline.parked:
             if pipeline.run.account == command.account:
                 pipeline.request_halt(command.halt_reason)
             return
+        if await self._live_holder(command.run_id) is not None:
+            return  # the copy that drives it heard this halt too
         await self._settled(command.run_id)
+        if not await self._claim(command.run_id):
+            return
         run = await self.store.run(self.app.find_run, command.run_id)
-        if run is None or run.account != command.account or not run.waiting:
+        if run is None or run.account != command.account or run.status in TERMINAL_STATUSES:
+            return
+        if not run.waiting:
+            # Running, but its driver is gone: resume it here and halt it at once.
+            self._spawn(run, resume=True).request_halt(command.halt_reason)
             return
         run.finish(
             status="error",
             duration_ms=0,
-            summary={},
+            summary=run.summary(),
             error_type="halted",
             detail=command.halt_reason,
             fingerprint=run.fingerprint(),
         )
         await self.store.run(self.app.save, run)
         self.relay.wake()
+        await self._let_go(command.run_id)
 
     async def resolve_halt(self, command: ResolveRunHalt) -> None:
         """A person answered: clear the halt and carry the run on from its log."""
@@ -141,13 +331,17 @@ class Orchestrator:
             await self._ended(run_id)
 
     async def _ended(self, run_id: str, timeout: float = 30.0) -> None:
-        """Wait (boundedly) for this process's pipeline of ``run_id`` to end."""
+        """Wait (boundedly) for this copy's pipeline of ``run_id`` to end."""
         task = self._running.get(run_id)
         if task is not None:
             await asyncio.wait({task}, timeout=timeout)
 
     async def update(self, command: UpdateRun) -> None:
-        run = await self.store.run(self.app.find_run, command.run_id)
+        """Change visibility or metadata, on the instance the run's pipeline holds if it runs."""
+        pipeline = self._pipelines.get(command.run_id)
+        run = pipeline.run if pipeline is not None else None
+        if run is None:
+            run = await self.store.run(self.app.find_run, command.run_id)
         if run is None or run.account != command.account or run.deleted:
             return
         try:
@@ -155,8 +349,13 @@ class Orchestrator:
         except RunNotPublishableError:
             log.warning("run %s cannot be public; the update is dropped", command.run_id)
             return
-        await self.store.run(self.app.save, run)
-        self.relay.wake()
+        if pipeline is not None:
+            await pipeline.save()
+        else:
+            await self.store.run(self.app.save, run)
+            self.relay.wake()
+            if run.status in TERMINAL_STATUSES:
+                await self._let_go(command.run_id)
 
     async def delete(self, command: DeleteRun) -> None:
         pipeline = self._pipelines.get(command.run_id)
@@ -169,12 +368,10 @@ class Orchestrator:
         run.delete(deleted_by=command.account)
         await self.store.run(self.app.save, run)
         self.relay.wake()
+        if run.status in TERMINAL_STATUSES:
+            await self._let_go(command.run_id)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception():
-            log.error("pipeline crashed", exc_info=task.exception())
-
+    # -- queries ------------------------------------------------------------------------
     async def run_events(self, query: GetRunEvents) -> RunEventsPage:
         run = await self.store.run(self.app.find_run, query.run_id)
         if run is not None and run.deleted:
@@ -188,45 +385,10 @@ class Orchestrator:
         )
         return RunEventsPage(events=events, has_more=has_more)
 
-    async def close_interrupted_runs(self) -> None:
-        """Carry on the runs a previous process left mid-pipeline.
-
-        A run resumes where its log ends: its interrupted phase runs again (for
-        Materialize, only the tasks and trials without a result), and the phases
-        before it are rebuilt from their artifacts. A run parked for a person
-        stays parked. A run caught mid-halt is closed; its log says what happened.
-        """
-        for run_id in await self.store.run(self.app.unfinished_run_ids):
-            run = await self.store.run(self.app.get_run, run_id)
-            if run.waiting:
-                continue
-            if not run.plan and not run.halted and not run.deleted:
-                self._spawn(run)  # launched, but the pipeline never began
-                continue
-            if resumable(run):
-                log.warning("resuming run %s in %s", run_id, run.current_phase)
-                self._spawn(run, resume=True)
-                continue
-            if run.current_phase:
-                run.fail_phase(
-                    phase=run.current_phase,
-                    error_type="interrupted",
-                    detail="the orchestrator stopped while this phase ran",
-                    stack_trace=None,
-                )
-            run.finish(
-                status="error",
-                duration_ms=0,
-                summary={},
-                error_type="interrupted",
-                detail="the orchestrator restarted before this run finished",
-                fingerprint=run.fingerprint(),
-            )
-            await self.store.run(self.app.save, run)
-            log.warning("closed interrupted run %s", run_id)
-        self.relay.wake()
-
 
 def resumable(run: Run) -> bool:
     """Whether the run can carry on: not being halted, and its plan on record."""
     return not run.halted and bool(run.plan) and not run.deleted
+
+
+__all__ = ["Orchestrator", "RunSuperseded", "resumable"]

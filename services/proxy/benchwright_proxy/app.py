@@ -35,10 +35,13 @@ class ProxyService:
         handlers.register(self.router, self.runtime, max_deliver=self.settings.max_deliver)
         # The vault keeps its own store (and key) beside the bindings.
         self.vault_store = BlockingStore(f"{self.name}-vault")
-        self.vault = VaultApplication(
-            VaultSealer.from_config(self.settings.vault_key, self.settings.service_dir(self.name)),
-            env=eventsourcing_env(self.settings, self.name, part="vault"),
+        sealer = VaultSealer.from_config(
+            self.settings.vault_key, self.settings.service_dir(self.name)
         )
+        self.vault = VaultApplication(
+            sealer, env=eventsourcing_env(self.settings, self.name, part="vault")
+        )
+        self.runtime.derive = sealer.derive
         vault_handlers.register(self.router, self.vault, self.vault_store)
         self.runtime.credentials = RunCredentials(self.vault, self.vault_store)
         self.injector = self._injector() if self.settings.injector_enabled else None
@@ -46,7 +49,8 @@ class ProxyService:
     def _injector(self) -> EgressInjector:
         ports = ServicePorts(self.runtime.authenticate, self.vault, self.vault_store)
         return EgressInjector(
-            confdir=self.settings.service_dir(self.name) / "injector",
+            confdir=self.settings.injector_ca_dir
+            or self.settings.service_dir(self.name) / "injector",
             authenticate=ports.authenticate,
             decide=ports.decide,
             injections=ports.injections,

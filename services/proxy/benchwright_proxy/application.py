@@ -27,9 +27,16 @@ def litellm_config_yaml(sut: SutRef) -> str:
 class ProxyApplication(Application[uuid.UUID]):
     name = "proxy"
 
-    def attach(self, run_id: str, account: str, sut: SutRef) -> tuple[ModelBinding, str]:
-        """Bind ``run_id`` to ``sut``; returns (binding, key). A repeat issues a fresh key."""
-        key, key_hash = new_key(run_id)
+    def attach(
+        self, run_id: str, account: str, sut: SutRef, secret: str | None = None
+    ) -> tuple[ModelBinding, str]:
+        """Bind ``run_id`` to ``sut``; returns (binding, key).
+
+        A new attach issues a new key (the old one stops working). ``secret`` makes
+        the key a function of the attach command: the same command handled again (a
+        redelivery, on any copy) gives the same key and changes nothing.
+        """
+        key, key_hash = new_key(run_id, secret)
         binding = ModelBinding(
             run_id=run_id,
             account=account,
@@ -41,8 +48,9 @@ class ProxyApplication(Application[uuid.UUID]):
             self.save(binding)
         except RecordConflictError:
             binding = self.repository.get(ModelBinding.create_id(run_id))
-            binding.issue_key(key_hash)
-            self.save(binding)
+            if binding.key_hash != key_hash or not binding.active:
+                binding.issue_key(key_hash)
+                self.save(binding)
         return binding, key
 
     def pin_secrets(self, run_id: str, versions: dict[str, int]) -> dict[str, int]:

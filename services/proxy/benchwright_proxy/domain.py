@@ -24,9 +24,9 @@ class InvalidProxyKeyError(BindingError):
     pass
 
 
-def new_key(run_id: str) -> tuple[str, str]:
-    """A fresh key for ``run_id`` and the hash to store."""
-    secret = secrets.token_urlsafe(24)
+def new_key(run_id: str, secret: str | None = None) -> tuple[str, str]:
+    """A key for ``run_id`` (fresh, or with the ``secret`` given) and the hash to store."""
+    secret = secret or secrets.token_urlsafe(24)
     return f"{KEY_PREFIX}{uuid.UUID(run_id).hex}.{secret}", hash_secret(secret)
 
 

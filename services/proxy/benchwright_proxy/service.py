@@ -3,13 +3,16 @@
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
+from urllib.parse import quote, urlsplit
 
 import uvicorn
 from faststream.nats import NatsBroker
 
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.credentials import RunCredentials
-from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, parse_key
+from benchwright_proxy.domain import ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
@@ -17,7 +20,14 @@ from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.usage import CallRecord, UsageMeter
 from benchwright_shared.bus import publish_event
-from benchwright_shared.contracts import AttachModel, DetachModel, Egress, ModelAttached, SutRef
+from benchwright_shared.contracts import (
+    AttachModel,
+    DetachModel,
+    Egress,
+    ModelAttached,
+    ModelUsageRecorded,
+    SutRef,
+)
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -25,6 +35,9 @@ log = logging.getLogger(__name__)
 
 # How often a run's summed usage is reported.
 USAGE_WINDOW_S = 0.5
+# How long a copy trusts a binding it read: a key revoked through another copy stops
+# working here within this long.
+BINDING_TTL_S = 5.0
 
 
 class ProxyRuntime:
@@ -41,8 +54,10 @@ class ProxyRuntime:
         self.pool = ProviderPool(settings, proxy_settings)
         self.broker: NatsBroker | None = None
         self.meter = UsageMeter()
-        # Bindings by run id: a key check must not cost a store read per call.
-        self._bindings: dict[str, ModelBinding] = {}
+        self._unpublished: list[ModelUsageRecorded] = []
+        # Bindings by run id, with when they were read: a key check must not cost a
+        # store read per call.
+        self._bindings: dict[str, tuple[ModelBinding, float]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._server: uvicorn.Server | None = None
         self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
@@ -50,23 +65,41 @@ class ProxyRuntime:
         self.injector: EgressInjector | None = None
         # Set by the service: the run's provider credentials from the vault.
         self.credentials: RunCredentials | None = None
+        # Set by the service: derives a run's key from its attach command, the same on
+        # every copy that shares the vault key (a redelivered attach changes nothing).
+        self.derive: Callable[[str, str], str] | None = None
 
     async def authenticate(self, key: str) -> ModelBinding:
+        """The run a key belongs to. Bindings are cached for ``BINDING_TTL_S``: another copy
+        may have revoked the key (``DetachModel`` reaches one copy) or re-attached the run."""
         run_id, secret = parse_key(key)
-        binding = self._bindings.get(run_id)
-        if binding is None:
+        cached = self._bindings.get(run_id)
+        if cached is not None and time.monotonic() - cached[1] > BINDING_TTL_S:
+            cached = None
+        if cached is None:
             binding = await self.store.run(self.app.authenticate, key)
-            self._bindings[run_id] = binding
-        elif not binding.accepts(secret):
-            raise InvalidProxyKeyError("key revoked or wrong")
+            self._bindings[run_id] = (binding, time.monotonic())
+            return binding
+        binding = cached[0]
+        if not binding.accepts(secret):
+            # Perhaps re-attached through another copy since we read it: ask the store.
+            binding = await self.store.run(self.app.authenticate, key)
+            self._bindings[run_id] = (binding, time.monotonic())
         return binding
 
-    async def bind(self, run_id: str, account: str, sut: SutRef) -> tuple[ModelBinding, str]:
-        """Bind ``run_id`` to ``sut``: the binding and the run's fresh key."""
+    async def bind(
+        self, run_id: str, account: str, sut: SutRef, command_id: str | None = None
+    ) -> tuple[ModelBinding, str]:
+        """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
             raise ProviderError(400, f"unknown provider {sut.provider!r}")
-        binding, key = await self.store.run(self.app.attach, run_id, account, sut)
-        self._bindings[run_id] = binding
+        secret = (
+            self.derive("proxy-key", f"{run_id}\x1f{command_id}")
+            if self.derive is not None and command_id
+            else None
+        )
+        binding, key = await self.store.run(self.app.attach, run_id, account, sut, secret)
+        self._bindings[run_id] = (binding, time.monotonic())
         if self.credentials is not None:
             await self.credentials.pin(binding, self._pin_versions)
         # Warm the provider now, not on the sweep's first call.
@@ -85,7 +118,9 @@ class ProxyRuntime:
 
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
-        binding, key = await self.bind(command.run_id, command.account, command.sut)
+        binding, key = await self.bind(
+            command.run_id, command.account, command.sut, command.command_id
+        )
         reply = ModelAttached(
             command_id=command.command_id,
             run_id=command.run_id,
@@ -102,10 +137,14 @@ class ProxyRuntime:
         """The injector's address for the run that holds ``key``, with the CA to trust."""
         if self.injector is None:
             return None
-        return Egress(
-            proxy_url=self.injector.proxy_url(key),
-            ca_cert_pem=self.injector.ca_cert_path.read_text(),
-        )
+        public = self.settings.injector_public_url
+        if public:
+            # Several copies behind one address: sandboxes get the address, not ours.
+            where = urlsplit(public)
+            proxy_url = f"{where.scheme or 'http'}://run:{quote(key, safe='')}@{where.netloc}"
+        else:
+            proxy_url = self.injector.proxy_url(key)
+        return Egress(proxy_url=proxy_url, ca_cert_pem=self.injector.ca_cert_path.read_text())
 
     async def detach(self, command: DetachModel) -> None:
         self._bindings.pop(command.run_id, None)
@@ -122,11 +161,14 @@ class ProxyRuntime:
     async def flush_usage(self) -> None:
         if self.broker is None:
             return  # the endpoint alone (a bench): usage stays in the meter
-        for usage in self.meter.drain():
+        pending, self._unpublished = [*self._unpublished, *self.meter.drain()], []
+        for usage in pending:
             try:
                 await publish_event(self.broker, usage, msg_id=usage.usage_id)
-            except Exception:
-                log.exception("could not publish model usage for %s", usage.run_id)
+            except Exception as exc:
+                # Kept for the next window: its id makes a late repeat harmless.
+                log.warning("could not publish model usage for %s (%s)", usage.run_id, exc)
+                self._unpublished.append(usage)
 
     async def _publish_usage(self) -> None:
         while True:

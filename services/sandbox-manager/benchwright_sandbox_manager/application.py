@@ -11,13 +11,17 @@ from benchwright_sandbox_manager.domain import Sandbox
 from benchwright_shared.contracts import SandboxCreated, SandboxKilled, SandboxSnapshotted
 from benchwright_shared.relay import RelayedApplication
 
+SANDBOX_IDS = uuid.UUID("8d3f2b6e-2c51-4d0e-9a5b-6f1d7c2e9b40")
+
 
 class SandboxesApplication(RelayedApplication):
     name = "sandbox_manager"
 
     @staticmethod
-    def new_sandbox_id() -> str:
-        return f"sbx_{uuid.uuid4()}"
+    def sandbox_id_for(command_id: str) -> str:
+        """The sandbox a ``CreateSandbox`` makes: the same id however often it is delivered,
+        so a redelivered command finds its sandbox recorded instead of making a second."""
+        return f"sbx_{uuid.uuid5(SANDBOX_IDS, command_id)}"
 
     def create(
         self,

@@ -23,25 +23,28 @@ from benchwright_shared.contracts import (
 
 
 def register(router: NatsRouter, manager: SandboxManager, *, max_deliver: int) -> None:
+    """This copy's own subjects start first: a sandbox it creates can be commanded at once."""
+    copy = manager.copy_id
+    _run_tasks(router, manager, subjects.sandbox_copy_subject(copy, "run_tasks"), max_deliver)
+    _exec(router, manager, subjects.sandbox_copy_subject(copy, "exec"), max_deliver)
+    _snapshot(router, manager, subjects.sandbox_copy_subject(copy, "snapshot"), max_deliver)
+    _kill(router, manager, subjects.sandbox_copy_subject(copy, "kill"), max_deliver)
+
     @command_subscriber(router, subjects.CREATE_SANDBOX, service=SERVICE, max_deliver=max_deliver)
     async def create_sandbox(command: CreateSandbox) -> None:
         await manager.create(command)
 
-    copy = manager.copy_id
-    for subject in (subjects.RUN_TASKS, subjects.sandbox_copy_subject(copy, "run_tasks")):
-        _run_tasks(router, manager, subject, max_deliver)
-    for subject in (subjects.EXEC_IN_SANDBOX, subjects.sandbox_copy_subject(copy, "exec")):
-        _exec(router, manager, subject, max_deliver)
-    for subject in (subjects.SNAPSHOT_SANDBOX, subjects.sandbox_copy_subject(copy, "snapshot")):
-        _snapshot(router, manager, subject, max_deliver)
-    for subject in (subjects.KILL_SANDBOX, subjects.sandbox_copy_subject(copy, "kill")):
-        _kill(router, manager, subject, max_deliver)
+    _run_tasks(router, manager, subjects.RUN_TASKS, max_deliver)
+    _exec(router, manager, subjects.EXEC_IN_SANDBOX, max_deliver)
+    _snapshot(router, manager, subjects.SNAPSHOT_SANDBOX, max_deliver)
+    _kill(router, manager, subjects.KILL_SANDBOX, max_deliver)
 
 
 def _subscriber(router: NatsRouter, subject: str, max_deliver: int) -> Callable[[Handler], Handler]:
     """The shared subjects are work-shared and durable; a copy's own die with it."""
     if subject.startswith(subjects.SANDBOX_COPY_PREFIX):
-        return copy_command_listener(router, subject)
+        owner = subject.split(".")[4]  # bw.cmd.sandbox.copy.<copy id>.<verb>.v1
+        return copy_command_listener(router, subject, owner=owner, max_deliver=max_deliver)
     return command_subscriber(router, subject, service=SERVICE, max_deliver=max_deliver)
 
 

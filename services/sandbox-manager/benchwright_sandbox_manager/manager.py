@@ -19,9 +19,12 @@ import contextlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from faststream.nats import NatsBroker
+from nats.js.errors import BucketNotFoundError, ObjectNotFoundError
+from nats.js.object_store import ObjectStore
 
 from benchwright_sandbox_manager.application import OpenSandboxes, SandboxesApplication
 from benchwright_sandbox_manager.backends import BACKENDS, get_backend
@@ -36,10 +39,14 @@ from benchwright_sandbox_manager.ports import (
     safe_relative_path,
 )
 from benchwright_sandbox_manager.runtime import runtime_files
-from benchwright_sandbox_manager.snapshots import SnapshotNotFoundError, SnapshotStore
+from benchwright_sandbox_manager.snapshots import (
+    SNAPSHOT_ID,
+    SnapshotNotFoundError,
+    SnapshotStore,
+)
 from benchwright_sandbox_manager.sweep import sweep
 from benchwright_shared import subjects
-from benchwright_shared.bus import jetstream, publish_event
+from benchwright_shared.bus import declare_buckets, jetstream, publish_event
 from benchwright_shared.contracts import (
     CreateSandbox,
     ExecInSandbox,
@@ -48,6 +55,7 @@ from benchwright_shared.contracts import (
     SandboxCommandFailed,
     SandboxExecFinished,
     SandboxFile,
+    SandboxSweepProgress,
     SandboxTaskResults,
     SandboxTasksFinished,
     SnapshotSandbox,
@@ -62,6 +70,8 @@ log = logging.getLogger(__name__)
 SERVICE = "sandbox-manager"
 # How often the reaper looks for sandboxes whose holder died.
 REAP_EVERY_S = 5.0
+# How often a running sweep says it is alive.
+PROGRESS_EVERY_S = 5.0
 
 
 class RetryLater(Exception):
@@ -207,7 +217,7 @@ class SandboxManager:
         # Refuse what cannot work before a sandbox exists to be cleaned up.
         for file in command.files:
             safe_relative_path(file.path)
-        archive = self.snapshots.path(command.from_snapshot) if command.from_snapshot else None
+        archive = await self._archive(command.from_snapshot) if command.from_snapshot else None
         metadata = {
             "benchwright_role": command.role,
             "run_id": command.run_id,
@@ -215,7 +225,11 @@ class SandboxManager:
         }
         if command.from_snapshot:
             metadata["from_snapshot"] = command.from_snapshot
-        sandbox_id = self.app.new_sandbox_id()
+        sandbox_id = self.app.sandbox_id_for(command.command_id)
+        if await self.store.run(self.app.get, sandbox_id) is not None:
+            return  # made by an earlier delivery of this command: its event answered
+        with contextlib.suppress(Exception):
+            await backend.kill(sandbox_id)  # what an earlier delivery here left half made
         await backend.create(sandbox_id)  # refuses (isolation_unavailable) before anything exists
         try:
             metadata["isolation"] = backend.isolation
@@ -263,7 +277,40 @@ class SandboxManager:
         self._background(command.command_id, self._sweep(command))
 
     async def _sweep(self, command: RunTasks) -> None:
-        """Publish the sweep's batches on the run's sweep subject, then its end, in order."""
+        """Publish the sweep's batches on the run's sweep subject, then its end, in order.
+
+        A heartbeat goes out beside them every ``PROGRESS_EVERY_S``: the orchestrator
+        tells a sweep that is merely slow from one that is gone.
+        """
+        counts = {"completed": 0}
+        beating = asyncio.create_task(self._progress(command, counts))
+        try:
+            await self._sweep_and_report(command, counts)
+        except Exception:  # the bus stayed away past every retry: the silence says so
+            log.exception("sweep %s could not report", command.command_id)
+        finally:
+            beating.cancel()
+
+    async def _progress(self, command: RunTasks, counts: dict[str, int]) -> None:
+        beat = 0
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            beat += 1
+            progress = SandboxSweepProgress(
+                command_id=command.command_id,
+                run_id=command.run_id,
+                sandbox_id=command.sandbox_id,
+                completed=counts["completed"],
+            )
+            with contextlib.suppress(Exception):
+                await publish_event(
+                    self.bus(),
+                    progress,
+                    msg_id=f"{command.command_id}:progress:{beat}",
+                    subject=subjects.sweep_subject(command.run_id, "progress"),
+                )
+
+    async def _sweep_and_report(self, command: RunTasks, counts: dict[str, int]) -> None:
         broker = self.bus()
         batches = completed = 0
         error_type = detail = None
@@ -273,6 +320,7 @@ class SandboxManager:
             async for results in sweep(backend, command, self.limits):
                 batches += 1
                 completed += len(results)
+                counts["completed"] = completed
                 event = SandboxTaskResults(
                     command_id=command.command_id,
                     run_id=command.run_id,
@@ -355,6 +403,7 @@ class SandboxManager:
         except (BackendError, OSError) as exc:
             await asyncio.to_thread(self.snapshots.discard, scratch)
             raise CommandRefused("snapshot_failed", str(exc)) from exc
+        await self._share(snapshot_id)
         try:
             await self.store.run(
                 lambda: self.app.record_snapshot(
@@ -368,6 +417,44 @@ class SandboxManager:
         except SandboxAlreadyKilledError:
             raise CommandRefused("sandbox_killed", f"{command.sandbox_id} was killed") from None
         self.relay.wake()
+
+    # -- snapshots every copy can restore ---------------------------------------------
+    async def _bucket(self) -> ObjectStore:
+        js = jetstream(self.bus())
+        try:
+            return await js.object_store(subjects.SNAPSHOTS_BUCKET)
+        except BucketNotFoundError:
+            await declare_buckets(js, replicas=self.settings.nats_replicas)
+            return await js.object_store(subjects.SNAPSHOTS_BUCKET)
+
+    async def _share(self, snapshot_id: str) -> None:
+        """Put a new archive in the snapshots bucket (once: it is content-addressed)."""
+        path = self.snapshots.path(snapshot_id)
+        name = path.name
+        bucket = await self._bucket()
+        with contextlib.suppress(ObjectNotFoundError):
+            await bucket.get_info(name)
+            return
+        data = await asyncio.to_thread(path.read_bytes)
+        await bucket.put(name, data)
+
+    async def _archive(self, snapshot_id: str) -> Path:
+        """A snapshot's archive on this copy's disk: here already, or fetched from the bucket."""
+        try:
+            return self.snapshots.path(snapshot_id)
+        except SnapshotNotFoundError:
+            if not SNAPSHOT_ID.match(snapshot_id):
+                raise
+        try:
+            found = await (await self._bucket()).get(f"{snapshot_id}.tar.gz")
+        except (ObjectNotFoundError, BucketNotFoundError):
+            raise SnapshotNotFoundError(f"no snapshot {snapshot_id!r}") from None
+        scratch = self.snapshots.scratch()
+        await asyncio.to_thread(scratch.write_bytes, bytes(found.data or b""))
+        stored, _ = await asyncio.to_thread(self.snapshots.add, scratch)
+        if stored != snapshot_id:  # the bytes do not hash to their name: never restore them
+            raise SnapshotNotFoundError(f"snapshot {snapshot_id!r} in the bucket is corrupt")
+        return self.snapshots.path(snapshot_id)
 
     # -- kill -------------------------------------------------------------------------
     async def kill(self, command: KillSandbox) -> None:

@@ -109,6 +109,18 @@ class SandboxTaskResults(Contract):
     invocation: int | None = None
 
 
+class SandboxSweepProgress(Contract):
+    """A running sweep's heartbeat (every few seconds, on its run's sweep subject):
+    the sweep is alive even while no task finishes."""
+
+    subject: ClassVar[str] = subjects.SANDBOX_SWEEP_PROGRESS
+
+    command_id: str
+    run_id: str
+    sandbox_id: str
+    completed: int = 0
+
+
 class SandboxTasksFinished(Contract):
     """A sweep's end, after its last batch on the same per-run sweep subject."""
 

@@ -27,6 +27,7 @@ from benchwright_shared.bus import jetstream, send_command
 from benchwright_shared.contracts import (
     ModelAttached,
     RunTasks,
+    SandboxSweepProgress,
     SandboxTaskResults,
     SandboxTasksFinished,
     TaskOutcome,
@@ -87,6 +88,8 @@ class NatsResultFeed:
                 batch = SandboxTaskResults.model_validate_json(msg.data)
                 results.setdefault(batch.invocation or self.invocation, []).extend(batch.results)
                 self._heard[batch.command_id] = now
+            elif kind == "progress":
+                self._heard[SandboxSweepProgress.model_validate_json(msg.data).command_id] = now
             elif kind == "tasks_finished":
                 finished = SandboxTasksFinished.model_validate_json(msg.data)
                 ends.append(

@@ -2,8 +2,11 @@
 
 from dataclasses import dataclass
 
+from eventsourcing.persistence import RecordConflictError
+
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run
+from benchwright_orchestrator.ports import RunSuperseded
 from benchwright_shared.relay import Relay
 from benchwright_shared.store import BlockingStore
 
@@ -15,7 +18,11 @@ class StoredRuns:
     relay: Relay
 
     async def save(self, run: Run) -> None:
-        await self.store.run(self.app.save, run)
+        try:
+            await self.store.run(self.app.save, run)
+        except RecordConflictError:
+            # Another writer extended the log meanwhile: another copy took this run over.
+            raise RunSuperseded(run.run_id) from None
         self.relay.wake()
 
     async def copy_cell(self, run: Run, source_id: str, phase: str, types: tuple[str, ...]) -> bool:

@@ -29,8 +29,9 @@ MAX_SANDBOX_LOSSES = 3
 MAX_RESENDS = 2
 # How long a halted fanout waits for a sandbox it asked for, to kill it.
 CREATE_GRACE_S = 30.0
-# Beyond one task's ceiling, the silence after which a sweep's sandbox counts as gone.
-SILENCE_MARGIN_S = 60.0
+# A running sweep says it is alive every 5 s (even while no task finishes): this
+# long without a word, its sandbox counts as gone though its holder lives.
+SWEEP_SILENCE_S = 30.0
 
 Pair = tuple[int, int]
 
@@ -80,7 +81,7 @@ async def _sweep(
         timeout_s=ctx.task_timeout_s,
         model=model,
     )
-    return await feed.ended(command_id, sandbox_id, ctx.task_timeout_s + SILENCE_MARGIN_S)
+    return await feed.ended(command_id, sandbox_id, SWEEP_SILENCE_S)
 
 
 def _unsettled(ctx: PhaseContext, pairs: list[Pair]) -> list[Pair]:
