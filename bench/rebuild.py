@@ -8,8 +8,9 @@ view applies every one). Once the view has caught up it times:
 
 * ``rebuild``: ``POST /v1/admin/projections/runs/rebuild`` (drop the view, replay
   the stream, compare digests), events per second;
-* ``read only``: the same stream read by a bare pull consumer, no database: the
-  ceiling of any replay here.
+* ``read only``: the same stream read and decoded by the replay a rebuild uses
+  (``benchwright_shared.tail.replay``), no database: the ceiling of a rebuild here;
+* ``read only (pull)``: the same with the pull consumer the live feeds use.
 
     .venv/bin/python bench/rebuild.py                  # 20,000 events
     .venv/bin/python bench/rebuild.py --events 50000 --postgres --json
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from benchwright_runtime.cli import run_embedded  # noqa: E402
 from benchwright_shared import subjects  # noqa: E402
 from benchwright_shared.settings import Settings  # noqa: E402
-from benchwright_shared.tail import StreamTail  # noqa: E402
+from benchwright_shared.tail import StreamTail, replay  # noqa: E402
 from tests.conftest import free_port, reset_postgres  # noqa: E402
 from tests.support.fake_openai import FakeOpenAIServer  # noqa: E402
 
@@ -64,13 +65,16 @@ async def template_run(client: httpx.AsyncClient, model: FakeOpenAIServer) -> li
     return events
 
 
-async def publish_copies(url: str, template: list[dict[str, Any]], events: int) -> int:
+async def publish_copies(
+    url: str, template: list[dict[str, Any]], events: int
+) -> tuple[int, str | None]:
     nc = await nats.connect(url)
     js = nc.jetstream()
     info = await js.stream_info(subjects.RUNS_STREAM)
     have = int(info.state.messages)
     copies = max(0, (events - have) // len(template))
     futures = []
+    run_id = None
     for _ in range(copies):
         run_id = str(uuid.uuid4())
         for event in template:
@@ -89,23 +93,42 @@ async def publish_copies(url: str, template: list[dict[str, Any]], events: int) 
     await asyncio.gather(*futures)
     last = int((await js.stream_info(subjects.RUNS_STREAM)).state.last_seq)
     await nc.close()
-    return last
+    return last, run_id
 
 
-async def read_only(url: str) -> tuple[int, float]:
+async def settled(client: httpx.AsyncClient, run_id: str | None, timeout: float = 600) -> None:
+    """Until the live view holds the last copy (the feed applies in order: all before it too)."""
+    deadline = time.monotonic() + timeout
+    while run_id is not None and time.monotonic() < deadline:
+        answer = await client.get(f"/v1/runs/{run_id}")
+        if answer.status_code == 200 and answer.json()["status"] != "running":
+            return
+        await asyncio.sleep(0.2)
+
+
+async def read_only(url: str, *, pull: bool) -> tuple[int, float]:
+    """The stream read and decoded, nothing applied: by the replay a rebuild uses, or
+    (``pull``) by the pull consumer the live feeds use."""
     nc = await nats.connect(url)
     js = nc.jetstream()
     last = int((await js.stream_info(subjects.RUNS_STREAM)).state.last_seq)
-    tail = StreamTail(js, subjects.RUNS_STREAM, subjects.RUN_LOG_ALL)
     started = time.monotonic()
     count = 0
-    while tail.next_seq <= last:
-        msgs = await tail.fetch(timeout=1.0, batch=256)
-        for msg in msgs:
-            json.loads(msg.data)
-            count += 1
+    if pull:
+        tail = StreamTail(js, subjects.RUNS_STREAM, subjects.RUN_LOG_ALL)
+        while tail.next_seq <= last:
+            for msg in await tail.fetch(timeout=1.0, batch=1024):
+                json.loads(msg.data)
+                count += 1
+        await tail.close()
+    else:
+        async for msgs in replay(
+            js, subjects.RUNS_STREAM, subjects.RUN_LOG_ALL, start_seq=1, last_seq=last
+        ):
+            for msg in msgs:
+                json.loads(msg.data)
+                count += 1
     elapsed = time.monotonic() - started
-    await tail.close()
     await nc.close()
     return count, elapsed
 
@@ -147,13 +170,14 @@ async def main() -> None:
                 base_url=creds["base_url"], headers=headers, timeout=600
             ) as client:
                 template = await template_run(client, model)
-                last = await publish_copies(nats_url, template, args.events)
+                last, last_run = await publish_copies(nats_url, template, args.events)
                 # The live view catches up first: the rebuild starts from a settled view.
-                await asyncio.sleep(1)
+                await settled(client, last_run)
                 started = time.monotonic()
                 answer = (await client.post("/v1/admin/projections/runs/rebuild")).json()
                 rebuild_s = time.monotonic() - started
-            count, read_s = await read_only(nats_url)
+            count, read_s = await read_only(nats_url, pull=False)
+            pull_count, pull_s = await read_only(nats_url, pull=True)
         finally:
             stop.set()
             with contextlib.suppress(Exception):
@@ -167,16 +191,29 @@ async def main() -> None:
             "events_per_s": round(last / rebuild_s),
             "digest_unchanged": answer.get("digest") == answer.get("before_digest"),
         },
-        "read only": {"seconds": round(read_s, 2), "events_per_s": round(count / read_s)},
+        "read only": {
+            "seconds": round(read_s, 2),
+            "events_per_s": round(count / read_s),
+            "events": count,
+        },
+        "read only (pull)": {
+            "seconds": round(pull_s, 2),
+            "events_per_s": round(pull_count / pull_s),
+            "events": pull_count,
+        },
     }
     if args.json:
         print(json.dumps(results, indent=2))
         return
     print(f"\nrebuilding the gateway's runs view from {last:,} run-log events ({results['store']})")
-    for name in ("rebuild", "read only"):
+    for name in ("rebuild", "read only", "read only (pull)"):
         r = results[name]
-        print(f"  {name:10} {r['seconds']:>7} s  {r['events_per_s']:>8,} events/s")
+        print(f"  {name:17} {r['seconds']:>7} s  {r['events_per_s']:>8,} events/s")
     print(f"  digest unchanged by the rebuild: {results['rebuild']['digest_unchanged']}")
+    print(
+        f"  events read: replay {results['read only']['events']:,}, "
+        f"pull {results['read only (pull)']['events']:,}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.fernet import Fernet
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -48,6 +49,13 @@ from tests.system.deployment import SERVICES, Balancer, Deployment, PrivateNats 
 
 HOT = ("orchestrator", "sandbox-manager", "proxy")
 ANSWER = "Let me think. The answer is 42."
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (all processes, all cores)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def launch_body(model: FakeOpenAIServer, tasks: int, n: int) -> dict[str, Any]:
@@ -72,6 +80,7 @@ async def drive(
                     break
             await asyncio.sleep(0.2)
         calls_before = model.state["calls"]
+        cpu_before = busy_cpu_s()
         started = time.monotonic()
         ids = []
         for n in range(runs):
@@ -89,6 +98,7 @@ async def drive(
                         done[run_id] = run
             await asyncio.sleep(0.2)
         wall = time.monotonic() - started
+        cpu = busy_cpu_s() - cpu_before
         materialize_ms = 0
         scored = errored = 0
         for run_id, run in done.items():
@@ -113,6 +123,9 @@ async def drive(
         "wall_s": round(wall, 2),
         "tasks_per_s": round(scored / wall, 1),
         "materialize_s": round(materialize_ms / 1000, 2),
+        # How many of the machine's cores were busy, on average, during the workload.
+        "cores_busy": round(cpu / wall, 2),
+        "cpu_ms_per_task": round(cpu * 1000 / scored, 1),
     }
 
 
@@ -160,7 +173,7 @@ async def processes(
             "BW_TASK_CONCURRENCY": "8",
             "BW_PROXY_PUBLIC_URL": balancer.url,
             "BW_INJECTOR_CA_DIR": str(root / f"ca-{copies}"),
-            "BW_VAULT_KEY": "bDJxN0Jqb3JkU2VuZ3VhSkxfVG1QSFh6Tmw2c2d6b3JrTVY=",
+            "BW_VAULT_KEY": Fernet.generate_key().decode(),
         }
     )
     try:
@@ -188,10 +201,18 @@ async def baseline(model: FakeOpenAIServer, tasks: int, concurrency: int) -> dic
             (await client.post("/chat/completions", json=body)).raise_for_status()
 
     async with httpx.AsyncClient(base_url=model.base_url, timeout=30) as client:
+        cpu_before = busy_cpu_s()
         started = time.monotonic()
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
         wall = time.monotonic() - started
-    return {"tasks": tasks, "wall_s": round(wall, 2), "tasks_per_s": round(tasks / wall, 1)}
+        cpu = busy_cpu_s() - cpu_before
+    return {
+        "tasks": tasks,
+        "wall_s": round(wall, 2),
+        "tasks_per_s": round(tasks / wall, 1),
+        "cores_busy": round(cpu / wall, 2),
+        "cpu_ms_per_task": round(cpu * 1000 / tasks, 1),
+    }
 
 
 async def main() -> None:
@@ -223,10 +244,16 @@ async def main() -> None:
     print(
         f"\n{args.tasks} tasks as {args.runs} concurrent runs, instant model, {os.cpu_count()} CPUs"
     )
-    print(f"{'shape':52} {'tasks':>6} {'wall s':>8} {'tasks/s':>8} {'vs 1 copy':>9}")
+    print(
+        f"{'shape':52} {'tasks':>6} {'wall s':>7} {'tasks/s':>8} {'vs 1 copy':>9} "
+        f"{'cores busy':>10} {'CPU ms/task':>11}"
+    )
     for name, r in results.items():
         ratio = f"{r['tasks_per_s'] / one:.2f}x" if not name.startswith("baseline") else "-"
-        print(f"{name:52} {r['tasks']:>6} {r['wall_s']:>8} {r['tasks_per_s']:>8} {ratio:>9}")
+        print(
+            f"{name:52} {r['tasks']:>6} {r['wall_s']:>7} {r['tasks_per_s']:>8} {ratio:>9} "
+            f"{r['cores_busy']:>10} {r['cpu_ms_per_task']:>11}"
+        )
 
 
 if __name__ == "__main__":

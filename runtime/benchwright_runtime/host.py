@@ -73,12 +73,21 @@ class ServiceHost:
         # A cluster that lost a node answers again once its streams and consumers elect
         # leaders; starting subscribers again is safe (each makes its subscription once).
         await _patiently("declaring streams", declare)
+
         # Services first, then their subscribers: a command waiting in a durable
         # consumer is delivered the moment its subscriber starts, and must find the
         # service ready for it (its leases, its broker, its backends).
-        for service in self.services:
+        # They start side by side: each mostly waits (on NATS, a thread, a port), and
+        # none needs another started (they only talk through subscribers, which start
+        # after all of them).
+        async def start(service: Service) -> None:
             await service.start(self.broker)
             self._started.append(service)
+
+        results = await asyncio.gather(*(start(s) for s in self.services), return_exceptions=True)
+        for failure in results:
+            if isinstance(failure, BaseException):
+                raise failure
         await _patiently("starting consumers", self.broker.start)
         self._consuming = True
         # Last, the doors: an API that answers only once everything behind it does.

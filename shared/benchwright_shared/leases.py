@@ -88,9 +88,7 @@ class Leases:
 
     async def holder_alive(self, name: str) -> bool:
         holder, _ = await self.holder(name)
-        return holder is not None and await self.membership.alive(
-            self.membership.service, holder
-        )
+        return holder is not None and await self.membership.alive(self.membership.service, holder)
 
     async def acquire(self, name: str) -> bool:
         """Take ``name`` if it is free, ours already, or its holder is dead."""

@@ -8,6 +8,7 @@ already tracked is skipped: a redelivered or duplicated message is applied once.
 A projection can be dropped and rebuilt by replaying its stream from the start.
 """
 
+import contextlib
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -39,9 +40,27 @@ class ViewCursor:
             sql = sql.replace("?", "%s")
         self._cursor.execute(sql, list(params))
 
+    def pipeline(self) -> contextlib.AbstractContextManager[Any]:
+        """Statements inside are sent without waiting for each answer (PostgreSQL's
+        pipeline mode; a fetch waits for what it needs). Nothing changes on SQLite."""
+        if self._postgres:
+            return self._cursor.connection.pipeline()  # type: ignore[no-any-return]
+        return contextlib.nullcontext()
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self._postgres:
+            sql = sql.replace("?", "%s")
+        self._cursor.executemany(sql, [list(r) for r in rows])
+
     def fetchall(self) -> list[dict[str, Any]]:
         rows = self._cursor.fetchall()
         return [dict(r) for r in rows]
+
+    def fetchvalues(self) -> list[list[Any]]:
+        """Every remaining row as a list of its values, in column order."""
+        return [
+            list(r.values()) if isinstance(r, dict) else list(r) for r in self._cursor.fetchall()
+        ]
 
     def fetchone(self) -> dict[str, Any] | None:
         row = self._cursor.fetchone()
@@ -61,6 +80,15 @@ class Projection(ABC):
     @abstractmethod
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
         """Change the view for one message. Must not commit."""
+
+    def apply_batch(self, cur: ViewCursor, messages: Sequence[dict[str, Any]]) -> None:
+        """Change the view for consecutive messages, in order. Must not commit.
+
+        A projection that can fold work across a batch (one update per row instead
+        of one per message) overrides this; the result must equal ``apply`` in turn.
+        """
+        for message in messages:
+            self.apply(cur, message)
 
 
 class ProjectionStore:
@@ -144,28 +172,9 @@ class ProjectionStore:
         tracks one of them meanwhile, the batch falls back to one transaction
         per message, which skips exactly the duplicates.
         """
-        handler = self.projections[projection]
-        tracking = self._tracking_table()
         try:
             with self._transaction(commit=True) as raw:
-                cur = self._cursor(raw)
-                positions = sorted({p for p, _ in items})
-                marks = ", ".join("?" for _ in positions)
-                cur.execute(
-                    f"SELECT notification_id FROM {tracking} "
-                    f"WHERE application_name = ? AND notification_id IN ({marks})",
-                    [projection, *positions],
-                )
-                done = {int(r["notification_id"]) for r in cur.fetchall()}
-                applied = 0
-                for position, message in items:
-                    if position in done:
-                        continue
-                    done.add(position)
-                    self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
-                    handler.apply(cur, message)
-                    applied += 1
-                return applied
+                return self._apply_untracked(self._cursor(raw), projection, items)
         except Exception as exc:
             if isinstance(exc, IntegrityError) or _is_unique_violation(exc):
                 return sum(self.apply(projection, p, m) for p, m in items)
@@ -183,7 +192,6 @@ class ProjectionStore:
         tracking is behind what the reader saw): the reader starts again from
         ``max_position() + 1``.
         """
-        handler = self.projections[projection]
         tracking = self._tracking_table()
         with self._transaction(commit=True) as raw:
             cur = self._cursor(raw)
@@ -198,23 +206,40 @@ class ProjectionStore:
             row = cur.fetchone()
             if int((row or {}).get("m") or 0) < seen_up_to:
                 return None
-            positions = sorted({p for p, _ in items})
-            marks = ", ".join("?" for _ in positions)
-            cur.execute(
-                f"SELECT notification_id FROM {tracking} "
-                f"WHERE application_name = ? AND notification_id IN ({marks})",
-                [projection, *positions],
-            )
-            done = {int(r["notification_id"]) for r in cur.fetchall()}
-            applied = 0
-            for position, message in items:
-                if position in done:
-                    continue
+            return self._apply_untracked(cur, projection, items)
+
+    def _apply_untracked(
+        self, cur: ViewCursor, projection: str, items: Sequence[tuple[int, dict[str, Any]]]
+    ) -> int:
+        """Apply the items whose positions are not tracked yet, and track them, in ``cur``'s
+        transaction: one query for what is tracked, one insert for the new tracking rows,
+        and the projection's own batch."""
+        tracking = self._tracking_table()
+        positions = sorted({p for p, _ in items})
+        if not positions:
+            return 0
+        # Tracked positions of this batch: those between its ends (one range scan of
+        # the primary key, not a thousand-parameter IN list).
+        cur.execute(
+            f"SELECT notification_id FROM {tracking} WHERE application_name = ? "
+            "AND notification_id >= ? AND notification_id <= ?",
+            [projection, positions[0], positions[-1]],
+        )
+        done = {int(r["notification_id"]) for r in cur.fetchall()}
+        fresh: list[tuple[int, dict[str, Any]]] = []
+        for position, message in items:
+            if position not in done:
                 done.add(position)
-                self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
-                handler.apply(cur, message)
-                applied += 1
-            return applied
+                fresh.append((position, message))
+        if fresh:
+            # Over a network, one round trip per statement would bound a replay.
+            with cur.pipeline():
+                cur.executemany(
+                    f"INSERT INTO {tracking} (application_name, notification_id) VALUES (?, ?)",
+                    [(projection, p) for p, _ in fresh],
+                )
+                self.projections[projection].apply_batch(cur, [m for _, m in fresh])
+        return len(fresh)
 
     def tracked(self, projection: str) -> int:
         """How many stream positions the projection has taken in."""
@@ -263,10 +288,11 @@ class ProjectionStore:
             h = hashlib.sha256()
             for table in sorted(handler.tables):
                 cur.execute(f"SELECT * FROM {cur.table(table)}")
-                rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in cur.fetchall())
+                # Each row as its values in column order (the table's own order, the
+                # same for both builds compared), rows sorted: no per-row dict.
+                rows = sorted(json.dumps(values, default=str) for values in cur.fetchvalues())
                 h.update(table.encode())
-                for row in rows:
-                    h.update(row.encode())
+                h.update("\n".join(rows).encode())
             return h.hexdigest()
 
         return self.read(dump)

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -20,12 +21,14 @@ from benchwright_shared.contracts.queries import RebuildProjection, RebuildResul
 from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
-from benchwright_shared.tail import StreamTail
+from benchwright_shared.tail import ReplayStalled, StreamTail, replay
 
 log = logging.getLogger(__name__)
 
 # Messages a projection takes (and applies in one transaction) at a time.
 BATCH = 256
+# A rebuild replays history in larger transactions: nothing else waits on them.
+REPLAY_BATCH = 1024
 
 
 def register_projection(
@@ -93,26 +96,25 @@ async def rebuild_projection(
     before = await blocking.run(store.digest, projection)
     await blocking.run(store.reset, projection)
     applied = 0
-    if last:
-        sub = await js.subscribe(
-            subject, stream=stream, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
-        try:
-            while True:
-                msg = await sub.next_msg(timeout=10)
-                position = msg.metadata.sequence.stream
-                if await blocking.run(store.apply, projection, position, json.loads(msg.data)):
-                    applied += 1
-                if position >= last or msg.metadata.num_pending == 0:
-                    break
-        except TimeoutError:
-            log.warning("rebuild of %s stopped waiting for messages", projection)
-        finally:
-            await sub.unsubscribe()
+    try:
+        async for msgs in replay(js, stream, subject, start_seq=1, last_seq=last):
+            items = [(m.metadata.sequence.stream, m.data) for m in msgs]
+            applied += await blocking.run(_decoded, store.apply_many, projection, items)
+    except ReplayStalled:
+        log.warning("rebuild of %s stopped waiting for messages", projection)
     digest = await blocking.run(store.digest, projection)
     return RebuildResult(
         projection=projection, applied=applied, digest=digest, before_digest=before
     )
+
+
+def _decoded[R](
+    apply: Callable[[str, list[tuple[int, dict[str, Any]]]], R],
+    projection: str,
+    raw: list[tuple[int, bytes]],
+) -> R:
+    """``apply`` over messages decoded here, in the store's thread, off the event loop."""
+    return apply(projection, [(position, json.loads(data)) for position, data in raw])
 
 
 async def rebuild_ordered(
@@ -133,6 +135,17 @@ async def rebuild_ordered(
     last = int(info.state.last_seq)
     before = await blocking.run(store.digest, projection)
     await blocking.run(store.reset, projection)
+    # The replay itself, here, fast; then the feed again, for what came meanwhile.
+    seen = 0
+    try:
+        async for msgs in replay(js, source.stream, source.subjects[0], start_seq=1, last_seq=last):
+            items = [(m.metadata.sequence.stream, m.data) for m in msgs]
+            apply = functools.partial(store.apply_in_order, seen_up_to=seen)
+            if await blocking.run(_decoded, apply, projection, items) is None:
+                break  # reset again (another rebuild): the feed takes it from there
+            seen = items[-1][0]
+    except ReplayStalled:
+        log.warning("rebuild of %s: the replay stalled; the feed goes on with it", projection)
     after_reset()
     try:
         await wait_position(store, blocking, projection, last, timeout=timeout)
@@ -196,34 +209,45 @@ class OrderedFeed:
 
     async def run(self, js: JetStreamContext) -> None:
         seen = await self.blocking.run(self.store.max_position, self.projection)
-        tail = StreamTail(js, self.source.stream, self.source.subjects[0], start_seq=seen + 1)
+        tail = self._tail(js, seen)
+        # One batch is applied (in the store's thread) while the next is read: a
+        # replay costs about the slower of the two, not their sum.
+        applying: asyncio.Task[int | None] | None = None
         try:
             while True:
-                msgs = await tail.fetch(timeout=1.0, batch=BATCH)
-                if not msgs:
-                    continue
+                # Large batches while behind (a rebuild, a restart); live, a fetch
+                # returns what has arrived, so they stay small.
+                msgs = await tail.fetch(timeout=1.0, batch=REPLAY_BATCH)
                 items = [(m.metadata.sequence.stream, json.loads(m.data)) for m in msgs]
-                while True:
-                    try:
-                        applied = await self.blocking.run(
-                            self.store.apply_in_order, self.projection, items, seen
-                        )
-                        break
-                    except Exception:  # the database is away: the same batch, again
-                        log.warning(
-                            "projection %s: batch failed; retrying", self.projection, exc_info=True
-                        )
-                        await asyncio.sleep(1.0)
-                if applied is None:  # reset under us: start over from what it holds
-                    seen = await self.blocking.run(self.store.max_position, self.projection)
-                    await tail.close()
-                    tail = StreamTail(
-                        js, self.source.stream, self.source.subjects[0], start_seq=seen + 1
-                    )
-                    continue
-                seen = items[-1][0]
+                if applying is not None and (items or applying.done()):
+                    previous, applying = applying, None
+                    if await previous is None:  # reset under us: start over from what it holds
+                        seen = await self.blocking.run(self.store.max_position, self.projection)
+                        await tail.close()
+                        tail = self._tail(js, seen)
+                        continue
+                if items:
+                    applying = asyncio.create_task(self._apply(items, seen))
+                    seen = items[-1][0]
         finally:
+            if applying is not None:
+                applying.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await applying
             await tail.close()
+
+    def _tail(self, js: JetStreamContext, seen: int) -> StreamTail:
+        return StreamTail(js, self.source.stream, self.source.subjects[0], start_seq=seen + 1)
+
+    async def _apply(self, items: list[tuple[int, dict[str, Any]]], seen: int) -> int | None:
+        while True:
+            try:
+                return await self.blocking.run(
+                    self.store.apply_in_order, self.projection, items, seen
+                )
+            except Exception:  # the database is away: the same batch, again
+                log.warning("projection %s: batch failed; retrying", self.projection, exc_info=True)
+                await asyncio.sleep(1.0)
 
 
 class ProjectionHost:

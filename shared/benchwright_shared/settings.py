@@ -1,5 +1,6 @@
 """Settings shared by every service, read from ``BW_``-prefixed environment variables."""
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -9,6 +10,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 def default_data_dir() -> Path:
     return Path.home() / ".benchwright"
+
+
+def default_cache_dir() -> Path:
+    """What can be rebuilt at any time (the built-in catalog), shared by data dirs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "benchwright"
 
 
 class Settings(BaseSettings):
@@ -21,6 +28,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BW_", extra="ignore")
 
     data_dir: Path = Field(default_factory=default_data_dir)
+    # Derived files kept between starts; deleting it costs a slower start, nothing else.
+    cache_dir: Path = Field(default_factory=default_cache_dir)
     nats_url: str | None = None
     database_url: str | None = None
     # Connections each store keeps open to PostgreSQL, and how many more it may open

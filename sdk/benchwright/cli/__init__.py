@@ -1,34 +1,30 @@
 """The ``benchwright`` command line.
 
 Every command lives in a module of :mod:`benchwright.cli.commands`; this module
-builds the root with the global options and mounts them all.
+builds the root with the global options and mounts them all. ``app`` is built on
+first use, and ``benchwright up`` / ``serve`` mount only the server's commands: a
+server that starts in under three seconds cannot spend half a second importing the
+client and building ninety commands it will not run.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .._version import __version__
-from ._common import CLIState, OutputFormat, set_state
+from ._output import OutputFormat
 from .commands import MARKUP, register_all
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    app: typer.Typer
 
-# Locals in a pretty traceback would include the client and thus the API token.
-app = typer.Typer(
-    name="benchwright",
-    rich_markup_mode=MARKUP,
-    help="Run LLM benchmarks honestly: reproducible, comparable, costed.",
-    epilog=(
-        "Start with `benchwright login` (or `benchwright up` for a local server), then "
-        "`benchwright doctor`. Profiles live in ~/.config/benchwright/config.toml."
-    ),
-    no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
-)
-register_all(app)
+__all__ = ["app", "build_app", "main"]
+
+# The commands that run a server rather than talk to one.
+SERVER_COMMANDS = ("up", "serve")
 
 
 def _print_version(value: bool) -> None:
@@ -37,7 +33,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     profile: Annotated[
         str | None,
@@ -66,9 +61,51 @@ def _root(
     ] = False,
 ) -> None:
     """Run LLM benchmarks honestly: reproducible, comparable, costed."""
+    from ._common import CLIState, set_state
+
     set_state(CLIState(profile=profile, output=output, debug=debug))
+
+
+def build_app(*, server_only: bool = False) -> typer.Typer:
+    """The root command with every command mounted (or only ``up`` and ``serve``)."""
+    # Locals in a pretty traceback would include the client and thus the API token.
+    root = typer.Typer(
+        name="benchwright",
+        rich_markup_mode=MARKUP,
+        help="Run LLM benchmarks honestly: reproducible, comparable, costed.",
+        epilog=(
+            "Start with `benchwright login` (or `benchwright up` for a local server), then "
+            "`benchwright doctor`. Profiles live in ~/.config/benchwright/config.toml."
+        ),
+        no_args_is_help=True,
+        pretty_exceptions_show_locals=False,
+    )
+    root.callback()(_root)
+    if server_only:
+        from .commands import server
+
+        server.register(root)
+    else:
+        register_all(root)
+    return root
+
+
+def _full_app() -> typer.Typer:
+    built = globals().get("app")
+    if built is None:
+        built = globals()["app"] = build_app()
+    return built  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    if sys.argv[1:2] and sys.argv[1] in SERVER_COMMANDS:
+        build_app(server_only=True)()
+    else:
+        _full_app()()

@@ -8,7 +8,6 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -17,6 +16,7 @@ from pydantic import BaseModel
 from .._client import Benchwright
 from .._errors import APIConnectionError, APIStatusError, BenchwrightError, ConfigurationError
 from . import _profiles
+from ._output import OutputFormat
 from ._profiles import LAST, Profile
 
 __all__ = [
@@ -46,15 +46,6 @@ __all__ = [
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_GATE = 3
-
-
-class OutputFormat(StrEnum):
-    """How a command prints its result."""
-
-    table = "table"
-    json = "json"
-    ndjson = "ndjson"
-    yaml = "yaml"
 
 
 OutputOption = Annotated[

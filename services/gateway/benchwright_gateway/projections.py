@@ -6,12 +6,15 @@ are upserts keyed on (run, invocation, index).
 """
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from benchwright_shared.outcomes import is_infra_error
 from benchwright_shared.projection import Projection, ViewCursor
 
 OUTPUT_PREVIEW_CHARS = 200
+# Messages after which a run may show its terminal status (``RunsProjection._settle``).
+SETTLING = frozenset({"MaterializeTaskAggregated", "PipelineFinished"})
 
 
 class RunsProjection(Projection):
@@ -42,14 +45,32 @@ class RunsProjection(Projection):
     indexes = ("runs(account, created_at)", "tasks(run_id, outcome)")
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
-        kind = message.get("type")
-        handler = getattr(self, f"_on_{kind}", None)
-        if handler is not None:
-            handler(cur, message["run_id"], message.get("data", {}), message)
-        if kind != "RunLaunched":
-            cur.execute(
+        self.apply_batch(cur, [message])
+
+    def apply_batch(self, cur: ViewCursor, messages: Sequence[dict[str, Any]]) -> None:
+        # Two things happen once per run per batch rather than once per message (a
+        # replay's main saving): ``last_seq`` moves to the highest seq the batch held,
+        # and a finished run is settled. Nothing in between reads either, and settling
+        # only ever moves a run out of ``running``, so the batch ends where the
+        # messages one by one would have.
+        last: dict[str, int] = {}
+        unsettled: dict[str, None] = {}
+        for message in messages:
+            kind = message.get("type")
+            handler = getattr(self, f"_on_{kind}", None)
+            run_id = message["run_id"]
+            if handler is not None:
+                handler(cur, run_id, message.get("data", {}), message)
+            if kind in SETTLING:
+                unsettled[run_id] = None
+            if kind != "RunLaunched":
+                last[run_id] = max(last.get(run_id, 0), int(message.get("seq", 0)))
+        for run_id in unsettled:
+            self._settle(cur, run_id)
+        if last:
+            cur.executemany(
                 f"UPDATE {cur.table('runs')} SET last_seq = ? WHERE run_id = ? AND last_seq < ?",
-                [message.get("seq", 0), message["run_id"], message.get("seq", 0)],
+                [(seq, run_id, seq) for run_id, seq in last.items()],
             )
 
     def _on_RunLaunched(
@@ -214,7 +235,6 @@ class RunsProjection(Projection):
                 json.dumps(d.get("trial_scores") or []),
             ],
         )
-        self._settle(cur, run_id)
 
     def _on_RunHalted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -241,7 +261,6 @@ class RunsProjection(Projection):
                 run_id,
             ],
         )
-        self._settle(cur, run_id)
 
     def _settle(self, cur: ViewCursor, run_id: str) -> None:
         """Show the terminal status once every task row the summary counts is in."""

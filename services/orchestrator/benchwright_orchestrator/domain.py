@@ -492,15 +492,11 @@ class Run(Aggregate):
 
     def settled(self, index: int, trial: int) -> bool:
         """Whether this sweep has a result for ``(index, trial)`` (scored, or err)."""
-        return str(index) in self.aggregated or str(trial) in self.trial_results.get(
-            str(index), {}
-        )
+        return str(index) in self.aggregated or str(trial) in self.trial_results.get(str(index), {})
 
     def unsent(self, indices: Iterable[int]) -> list[tuple[int, int]]:
         """The (index, trial) pairs of ``indices`` without a result in this sweep."""
-        return [
-            (i, t) for i in indices for t in range(self.trials_k) if not self.settled(i, t)
-        ]
+        return [(i, t) for i in indices for t in range(self.trials_k) if not self.settled(i, t)]
 
     def record_results(self, results: Iterable[TaskOutcome], invocation: int) -> int:
         """Record each (task, trial) once; aggregate a task once its k trials are in.

