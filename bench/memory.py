@@ -52,13 +52,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
+def tree(pid: int) -> list[tuple[int, bool]]:
+    """``pid`` and its descendants, each with whether it runs inside a sandbox (it or
+    an ancestor below ``pid`` is bubblewrap or the sandbox's runner)."""
+    out: list[tuple[int, bool]] = []
+    todo = [(pid, False)]
     while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children(p)
+        p, inside = todo.pop()
+        out.append((p, inside))
+        cmd = name_of(p) if p != pid else ""
+        inside = inside or any(mark in cmd for mark in SANDBOX_MARKS)
+        todo += [(c, inside) for c in children(p)]
     return out
+
+
+# A process with one of these in its command line (or below one) is a sandbox's.
+SANDBOX_MARKS = ("bwrap", "bench_runner", "init.py")
 
 
 def name_of(pid: int) -> str:
@@ -67,17 +76,22 @@ def name_of(pid: int) -> str:
     return ""
 
 
-def sample(platform: int) -> dict[str, float]:
-    """RSS of the platform process, its nats-server and everything in sandboxes (MB)."""
+def sample(platform: int, others: dict[str, float] | None = None) -> dict[str, float]:
+    """RSS of the platform process, its nats-server and everything in sandboxes (MB).
+
+    ``others`` collects the peak of each other child counted as the platform's."""
     figures = {"platform": rss_mb(platform), "nats-server": 0.0, "sandboxes": 0.0}
-    for pid in tree(platform)[1:]:
+    for pid, inside in tree(platform)[1:]:
         cmd = name_of(pid)
         if "nats-server" in cmd:
             figures["nats-server"] += rss_mb(pid)
-        elif "bwrap" in cmd or "bench_runner" in cmd or "init.py" in cmd:
+        elif inside or any(mark in cmd for mark in SANDBOX_MARKS):
             figures["sandboxes"] += rss_mb(pid)
         else:
-            figures["platform"] += rss_mb(pid)  # the local model's worker, if started
+            mb = rss_mb(pid)  # the local model's worker, if started
+            figures["platform"] += mb
+            if others is not None:
+                others[cmd[:80]] = max(others.get(cmd[:80], 0.0), mb)
     return figures
 
 
@@ -88,6 +102,7 @@ async def main() -> None:
     args = parser.parse_args()
     model = FakeOpenAIServer(lambda prompt: "The answer is A.").start()
     peaks: dict[str, float] = {}
+    others: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bw-memory-") as tmp:
         ready = Path(tmp) / "ready"
         env = {
@@ -134,7 +149,7 @@ async def main() -> None:
                 started = time.monotonic()
                 run: dict[str, Any] = {}
                 while True:
-                    for name, value in sample(proc.pid).items():
+                    for name, value in sample(proc.pid, others).items():
                         peaks[name] = max(peaks.get(name, 0.0), value)
                     with contextlib.suppress(httpx.TransportError):
                         run = (await client.get(f"/v1/runs/{run_id}")).json()
@@ -147,13 +162,14 @@ async def main() -> None:
             proc.wait(60)
             model.stop()
     summary = run.get("summary") or {}
-    result = {
+    result: dict[str, Any] = {
         "tasks": summary.get("total"),
         "status": run.get("status"),
         "wall_s": round(wall, 1),
         "idle_mb": {k: round(v) for k, v in idle.items()},
         "peak_mb": {k: round(v) for k, v in peaks.items()},
         "platform_and_nats_peak_mb": round(peaks["platform"] + peaks["nats-server"]),
+        "other_children_peak_mb": {k: round(v) for k, v in others.items()},
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -163,6 +179,8 @@ async def main() -> None:
     for name in ("platform", "nats-server", "sandboxes"):
         print(f"{name:14} {result['idle_mb'][name]:>8} {result['peak_mb'][name]:>8}")
     print(f"platform + nats-server peak: {result['platform_and_nats_peak_mb']} MB")
+    for cmd, mb in result["other_children_peak_mb"].items():
+        print(f"  counted with the platform: {cmd} ({mb} MB at most)")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,17 @@ async def settled(client: httpx.AsyncClient, run_id: str | None, timeout: float 
         await asyncio.sleep(0.2)
 
 
+async def quiet(max_wait_s: float = 300) -> None:
+    """Until this process (the platform) is idle: the other read models (the registry's
+    follow the same stream) have caught up too, and do not compete with the rebuild."""
+    deadline = time.monotonic() + max_wait_s
+    while time.monotonic() < deadline:
+        before = time.process_time()
+        await asyncio.sleep(1.0)
+        if time.process_time() - before < 0.05:
+            return
+
+
 async def read_only(url: str, *, pull: bool) -> tuple[int, float]:
     """The stream read and decoded, nothing applied: by the replay a rebuild uses, or
     (``pull``) by the pull consumer the live feeds use."""
@@ -173,6 +184,7 @@ async def main() -> None:
                 last, last_run = await publish_copies(nats_url, template, args.events)
                 # The live view catches up first: the rebuild starts from a settled view.
                 await settled(client, last_run)
+                await quiet()
                 started = time.monotonic()
                 answer = (await client.post("/v1/admin/projections/runs/rebuild")).json()
                 rebuild_s = time.monotonic() - started

@@ -14,8 +14,13 @@ The project's sources are byte-compiled first, as installing its wheel does (an
 editable install under ``PYTHONDONTWRITEBYTECODE=1``, as on CI machines, would
 otherwise compile every module on every start: about 0.6 s more).
 
+``--against REV`` also times the platform as it was at commit ``REV`` (its
+sources exported to a temporary folder and put first on ``PYTHONPATH``, the same
+interpreter and packages), in the same run: the machine's load moves both alike.
+
     .venv/bin/python bench/startup.py              # 5 samples of each
     .venv/bin/python bench/startup.py --samples 9 --json
+    .venv/bin/python bench/startup.py --against 2bd57c1
 """
 
 from __future__ import annotations
@@ -52,12 +57,38 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def up_once(data_dir: Path) -> float:
+SOURCE_DIRS = (
+    "runtime",
+    "sdk",
+    "shared",
+    "services/billing",
+    "services/gateway",
+    "services/orchestrator",
+    "services/proxy",
+    "services/registry",
+    "services/sandbox-manager",
+)
+
+
+def export(rev: str, into: Path) -> dict[str, str]:
+    """Commit ``rev``'s sources in ``into``, compiled; the environment that runs them."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    dirs = [str(into / d) for d in SOURCE_DIRS]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *dirs], capture_output=True)
+    return {"PYTHONPATH": os.pathsep.join(dirs)}
+
+
+def up_once(data_dir: Path, extra_env: dict[str, str] | None = None) -> float:
     """Seconds from exec to a gateway that answers, then a clean stop."""
     port = free_port()
     ready = data_dir.parent / f"ready-{port}"
     env = {
         **os.environ,
+        **(extra_env or {}),
         "BW_READY_FILE": str(ready),
         "BW_PROXY_PORT": str(free_port()),
         "BW_LOG_LEVEL": "ERROR",
@@ -110,6 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", metavar="REV", help="also time commit REV")
     args = parser.parse_args()
     python = sys.executable
     rows: dict[str, list[float]] = {
@@ -123,6 +155,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bw-startup-") as tmp:
         kept = Path(tmp) / "kept"
         up_once(kept)  # the restart samples find stores that exist
+        before: dict[str, str] | None = None
+        if args.against:
+            before = export(args.against, Path(tmp) / "before")
+            rows[f"{args.against}: up, new data dir"] = []
+            rows[f"{args.against}: up, restart"] = []
+            up_once(Path(tmp) / "kept-before", before)
         for n in range(args.samples):
             rows["python -c pass"].append(timed([python, "-c", "pass"]))
             rows["import benchwright_runtime.cli"].append(
@@ -130,14 +168,21 @@ def main() -> None:
             )
             rows["benchwright up, new data dir"].append(up_once(Path(tmp) / f"new-{n}"))
             rows["benchwright up, restart"].append(up_once(kept))
+            if before is not None:
+                rows[f"{args.against}: up, new data dir"].append(
+                    up_once(Path(tmp) / f"new-before-{n}", before)
+                )
+                rows[f"{args.against}: up, restart"].append(
+                    up_once(Path(tmp) / "kept-before", before)
+                )
     results = {name: summary(samples) for name, samples in rows.items()}
     if args.json:
         print(json.dumps(results, indent=2))
         return
     print(f"\nstart-up, {args.samples} samples each, {os.cpu_count()} CPUs")
-    print(f"{'':34} {'median s':>9} {'min s':>7} {'max s':>7}")
+    print(f"{'':36} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, r in results.items():
-        print(f"{name:34} {r['median_s']:>9} {r['min_s']:>7} {r['max_s']:>7}")
+        print(f"{name:36} {r['median_s']:>9} {r['min_s']:>7} {r['max_s']:>7}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from rich.console import Console
 from benchwright_runtime.health import HealthServer
 from benchwright_runtime.host import SERVICES, ServiceHost
 from benchwright_runtime.nats_server import EmbeddedNats
+from benchwright_shared.process import limit_malloc_arenas
 from benchwright_shared.settings import Settings
 
 console = Console(stderr=True)
@@ -73,6 +74,7 @@ async def run_embedded(
 def up(data_dir: Path | None = None, port: int | None = None) -> None:
     """``benchwright up``: the embedded platform, until Ctrl-C or SIGTERM."""
     logging.basicConfig(level=os.environ.get("BW_LOG_LEVEL", "WARNING"))
+    limit_malloc_arenas()
     ready = os.environ.get("BW_READY_FILE")
     asyncio.run(run_embedded(_settings(data_dir, port), ready_file=Path(ready) if ready else None))
 
@@ -100,4 +102,5 @@ def serve(service: str) -> None:
     if service not in SERVICES:
         raise SystemExit(f"unknown service {service!r}; known: {', '.join(SERVICES)}")
     logging.basicConfig(level=os.environ.get("BW_LOG_LEVEL", "WARNING"))
+    limit_malloc_arenas()
     asyncio.run(run_one(Settings(), service))

@@ -48,8 +48,12 @@ class EmbeddedNats:
             f'jetstream {{ store_dir: "{self.store_dir}" }}\n'
         )
         log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by the child
+        # The embedded server shares a laptop with everything else: Go's collector
+        # keeps its heap near this (a soft limit; it grows past it rather than fail).
+        env = {**os.environ, "GOMEMLIMIT": os.environ.get("BW_NATS_GOMEMLIMIT", "32MiB")}
         return subprocess.Popen(
             [find_binary(), "-c", str(config)],
+            env=env,
             stdout=log,
             stderr=log,
             preexec_fn=die_with_parent if os.name == "posix" else None,

@@ -277,7 +277,10 @@ class ProjectionStore:
                     "SELECT pg_advisory_xact_lock(hashtext(?))", [f"{self.schema}.{projection}"]
                 )
             for table in handler.tables:
-                cur.execute(f"DELETE FROM {cur.table(table)}")
+                # TRUNCATE (transactional on PostgreSQL) leaves no dead rows for the
+                # replay's inserts to step over, as DELETE would until a vacuum.
+                verb = "TRUNCATE TABLE" if self.postgres else "DELETE FROM"
+                cur.execute(f"{verb} {cur.table(table)}")
             cur.execute(f"DELETE FROM {tracking} WHERE application_name = ?", [projection])
 
     def digest(self, projection: str) -> str:

@@ -6,7 +6,7 @@ are upserts keyed on (run, invocation, index).
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchwright_shared.outcomes import is_infra_error
@@ -48,23 +48,33 @@ class RunsProjection(Projection):
         self.apply_batch(cur, [message])
 
     def apply_batch(self, cur: ViewCursor, messages: Sequence[dict[str, Any]]) -> None:
-        # Two things happen once per run per batch rather than once per message (a
-        # replay's main saving): ``last_seq`` moves to the highest seq the batch held,
-        # and a finished run is settled. Nothing in between reads either, and settling
-        # only ever moves a run out of ``running``, so the batch ends where the
-        # messages one by one would have.
+        # Three things happen once per batch rather than once per message (a replay's
+        # main saving), and the batch still ends where the messages one by one would:
+        # - a run's ``last_seq`` moves to the highest seq the batch held for it, and a
+        #   finished run is settled, at the end (nothing in between reads either, and
+        #   settling only ever moves a run out of ``running``);
+        # - task rows are written by one statement per kind for a stretch of task
+        #   messages: a result and its aggregate write different columns of the same
+        #   row, so their order does not matter, and a later row of one kind still
+        #   lands after an earlier one. Any other message ends the stretch first.
         last: dict[str, int] = {}
         unsettled: dict[str, None] = {}
+        rows: dict[str, list[list[Any]]] = {kind: [] for kind in TASK_ROWS}
         for message in messages:
             kind = message.get("type")
-            handler = getattr(self, f"_on_{kind}", None)
             run_id = message["run_id"]
-            if handler is not None:
-                handler(cur, run_id, message.get("data", {}), message)
+            if kind in TASK_ROWS:
+                rows[kind].append(TASK_ROWS[kind](run_id, message.get("data", {})))
+            else:
+                self._write_task_rows(cur, rows)
+                handler = getattr(self, f"_on_{kind}", None)
+                if handler is not None:
+                    handler(cur, run_id, message.get("data", {}), message)
             if kind in SETTLING:
                 unsettled[run_id] = None
             if kind != "RunLaunched":
                 last[run_id] = max(last.get(run_id, 0), int(message.get("seq", 0)))
+        self._write_task_rows(cur, rows)
         for run_id in unsettled:
             self._settle(cur, run_id)
         if last:
@@ -72,6 +82,12 @@ class RunsProjection(Projection):
                 f"UPDATE {cur.table('runs')} SET last_seq = ? WHERE run_id = ? AND last_seq < ?",
                 [(seq, run_id, seq) for run_id, seq in last.items()],
             )
+
+    def _write_task_rows(self, cur: ViewCursor, rows: dict[str, list[list[Any]]]) -> None:
+        for kind, pending in rows.items():
+            if pending:
+                cur.executemany(TASK_UPSERTS[kind].format(tasks=cur.table("tasks")), pending)
+                pending.clear()
 
     def _on_RunLaunched(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -195,47 +211,6 @@ class RunsProjection(Projection):
                 [d["impl_id"], run_id],
             )
 
-    def _on_MaterializeTaskResult(
-        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
-    ) -> None:
-        cur.execute(
-            f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, output, "
-            "error_type, error, duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (run_id, invocation, idx) DO UPDATE SET output = excluded.output, "
-            "error_type = excluded.error_type, error = excluded.error, "
-            "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta",
-            [
-                run_id,
-                d.get("invocation", 1),
-                d["index"],
-                d["task_id"],
-                d.get("output"),
-                d.get("error_type"),
-                d.get("error"),
-                d.get("duration_ms", 0),
-                json.dumps(d.get("score_meta") or {}),
-            ],
-        )
-
-    def _on_MaterializeTaskAggregated(
-        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
-    ) -> None:
-        cur.execute(
-            f"INSERT INTO {cur.table('tasks')} (run_id, invocation, idx, task_id, score, outcome, "
-            "trial_scores) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
-            "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
-            "trial_scores = excluded.trial_scores",
-            [
-                run_id,
-                d.get("invocation", 1),
-                d["index"],
-                d["task_id"],
-                d.get("score"),
-                d["outcome"],
-                json.dumps(d.get("trial_scores") or []),
-            ],
-        )
-
     def _on_RunHalted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
     ) -> None:
@@ -272,6 +247,54 @@ class RunsProjection(Projection):
             f"AND t.invocation = (SELECT MAX(invocation) FROM {tasks} WHERE run_id = ?))",
             [run_id, run_id, run_id],
         )
+
+
+# -- task rows: one upsert per message kind, each writing its own columns ------------
+def _result_row(run_id: str, d: dict[str, Any]) -> list[Any]:
+    return [
+        run_id,
+        d.get("invocation", 1),
+        d["index"],
+        d["task_id"],
+        d.get("output"),
+        d.get("error_type"),
+        d.get("error"),
+        d.get("duration_ms", 0),
+        json.dumps(d.get("score_meta") or {}),
+    ]
+
+
+def _aggregated_row(run_id: str, d: dict[str, Any]) -> list[Any]:
+    return [
+        run_id,
+        d.get("invocation", 1),
+        d["index"],
+        d["task_id"],
+        d.get("score"),
+        d["outcome"],
+        json.dumps(d.get("trial_scores") or []),
+    ]
+
+
+TASK_ROWS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
+    "MaterializeTaskResult": _result_row,
+    "MaterializeTaskAggregated": _aggregated_row,
+}
+TASK_UPSERTS = {
+    "MaterializeTaskResult": (
+        "INSERT INTO {tasks} (run_id, invocation, idx, task_id, output, error_type, error, "
+        "duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id, invocation, idx) DO UPDATE SET output = excluded.output, "
+        "error_type = excluded.error_type, error = excluded.error, "
+        "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta"
+    ),
+    "MaterializeTaskAggregated": (
+        "INSERT INTO {tasks} (run_id, invocation, idx, task_id, score, outcome, trial_scores) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
+        "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
+        "trial_scores = excluded.trial_scores"
+    ),
+}
 
 
 # -- queries ---------------------------------------------------------------------------

@@ -176,7 +176,8 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             if found is None:
                 return  # a built-in subset: published at start
             lines, _ = found
-            await bucket.put(object_name, "".join(line + "\n" for line in lines).encode())
+            rows = lines.page(0, len(lines))
+            await bucket.put(object_name, "".join(line + "\n" for line in rows).encode())
         rt.published.add(object_name)
 
     @router.subscriber(subjects.GET_IMPL, queue=QUEUE)

@@ -29,6 +29,7 @@ from benchwright_registry.domain import (
     make_subset,
 )
 from benchwright_registry.domain.authoring import not_found
+from benchwright_registry.domain.jsonlines import JsonLines
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     CatalogBenchmarkEntry,
@@ -133,9 +134,9 @@ class RegistryApplication:
     def __init__(self, catalog: Catalog, authoring: AuthoringApplication | None = None) -> None:
         self.catalog = catalog
         self.authoring = authoring
-        # Each built-in subset's rows as JSON lines, split on first use (large ones are paged).
-        self._lines: dict[str, list[str]] = {}
-        self._authored_lines: OrderedDict[str, tuple[list[str], str]] = OrderedDict()
+        # Each built-in subset's line offsets, found on first use (large ones are paged).
+        self._lines: dict[str, JsonLines] = {}
+        self._authored_lines: OrderedDict[str, tuple[JsonLines, str]] = OrderedDict()
         self._impl_benchmark = {
             impl.impl_id: bm
             for bm in catalog.benchmarks.values()
@@ -222,7 +223,7 @@ class RegistryApplication:
                 )
             lines, digest = authored
             total, object_name = len(lines), f"{query.subset_id}.jsonl"
-        page = lines[query.offset : query.offset + limit] if limit else []
+        page = lines.page(query.offset, limit) if limit else []
         return SubsetRows(
             subset_id=query.subset_id,
             total=total,
@@ -232,7 +233,7 @@ class RegistryApplication:
             content_sha256=digest,
         )
 
-    def authored_snapshot(self, snapshot_id: str) -> tuple[list[str], str] | None:
+    def authored_snapshot(self, snapshot_id: str) -> tuple[JsonLines, str] | None:
         """An authored snapshot's JSON lines and content SHA-256 (kept: they never change)."""
         cached = self._authored_lines.get(snapshot_id)
         if cached is not None:
@@ -242,16 +243,16 @@ class RegistryApplication:
         if found is None:
             return None
         jsonl, _, digest = found
-        entry = (jsonl.decode().splitlines(), digest)
+        entry = (JsonLines(jsonl), digest)
         self._authored_lines[snapshot_id] = entry
         while len(self._authored_lines) > LINES_CACHE_SIZE:
             self._authored_lines.popitem(last=False)
         return entry
 
-    def _subset_lines(self, subset: Subset) -> list[str]:
+    def _subset_lines(self, subset: Subset) -> JsonLines:
         lines = self._lines.get(subset.subset_id)
         if lines is None:
-            lines = self._lines[subset.subset_id] = subset.jsonl.decode().splitlines()
+            lines = self._lines[subset.subset_id] = JsonLines(subset.jsonl)
         return lines
 
     def impl(self, query: GetImpl) -> ImplCode:
@@ -337,8 +338,7 @@ class RegistryApplication:
 
     def builtin_subset_rows(self, subset_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
         subset = self.catalog.subsets[subset_id]
-        start = max(offset, 0)
-        page = self._subset_lines(subset)[start : start + max(limit, 0)]
+        page = self._subset_lines(subset).page(offset, max(limit, 0))
         return [json.loads(line) for line in page]
 
     def builtin_impl(self, impl_id: str) -> tuple[ImplView, str] | None:
