@@ -60,9 +60,7 @@ def test_every_service_is_a_deployment_with_copies_probes_and_its_own_command() 
         images.add(container["image"])
         assert container["readinessProbe"]["httpGet"]["path"] == "/readyz", name
         assert container["livenessProbe"]["httpGet"]["path"] == "/healthz", name
-        refs = {
-            next(iter(source.values()))["name"] for source in container.get("envFrom", [])
-        }
+        refs = {next(iter(source.values()))["name"] for source in container.get("envFrom", [])}
         assert {"benchwright-config", "benchwright-secrets"} <= refs, name
         # Only the proxy holds provider keys; only the orchestrator the Driver's key.
         assert ("benchwright-provider-keys" in refs) == (name == "proxy"), name

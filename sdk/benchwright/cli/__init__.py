@@ -94,7 +94,7 @@ def _full_app() -> typer.Typer:
     built = globals().get("app")
     if built is None:
         built = globals()["app"] = build_app()
-    return built  # type: ignore[no-any-return]
+    return built
 
 
 def __getattr__(name: str) -> Any:
