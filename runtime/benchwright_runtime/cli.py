@@ -4,26 +4,43 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 from pathlib import Path
 
 from rich.console import Console
 
 from benchwright_runtime.health import HealthServer
 from benchwright_runtime.host import SERVICES, ServiceHost
-from benchwright_runtime.nats_server import EmbeddedNats
+from benchwright_runtime.nats_server import EmbeddedNats, free_port
 from benchwright_shared.process import limit_malloc_arenas
 from benchwright_shared.settings import Settings
 
 console = Console(stderr=True)
 
 
-def _settings(data_dir: Path | None, port: int | None) -> Settings:
+def _settings(data_dir: Path | None, port: int | None, proxy_port: int | None = None) -> Settings:
     overrides: dict[str, object] = {}
     if data_dir is not None:
         overrides["data_dir"] = data_dir.expanduser().resolve()
     if port is not None:
         overrides["gateway_port"] = port
-    return Settings(**overrides)  # type: ignore[arg-type]
+    if proxy_port is not None:
+        overrides["proxy_port"] = proxy_port
+    settings = Settings(**overrides)  # type: ignore[arg-type]
+    if proxy_port is None and "BW_PROXY_PORT" not in os.environ and _taken(settings.proxy_port):
+        # A second platform on this machine: its model proxy takes any free port (the
+        # sandboxes learn the address when a run attaches), and the banner says which.
+        settings = settings.model_copy(update={"proxy_port": free_port()})
+    return settings
+
+
+def _taken(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 async def _until_signalled(stop: asyncio.Event | None = None) -> None:
@@ -58,6 +75,7 @@ async def run_embedded(
         creds = host.service("gateway").credentials_path  # type: ignore[attr-defined]
         if not quiet:
             console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
+            console.print(f"  model proxy: http://{settings.proxy_host}:{settings.proxy_port}")
             console.print(f"  data:  {settings.data_dir}")
             console.print(f"  token: saved to {creds}")
         if ready_file:
@@ -71,12 +89,15 @@ async def run_embedded(
             nats.stop()
 
 
-def up(data_dir: Path | None = None, port: int | None = None) -> None:
+def up(
+    data_dir: Path | None = None, port: int | None = None, proxy_port: int | None = None
+) -> None:
     """``benchwright up``: the embedded platform, until Ctrl-C or SIGTERM."""
     logging.basicConfig(level=os.environ.get("BW_LOG_LEVEL", "WARNING"))
     limit_malloc_arenas()
     ready = os.environ.get("BW_READY_FILE")
-    asyncio.run(run_embedded(_settings(data_dir, port), ready_file=Path(ready) if ready else None))
+    settings = _settings(data_dir, port, proxy_port)
+    asyncio.run(run_embedded(settings, ready_file=Path(ready) if ready else None))
 
 
 async def run_one(settings: Settings, service: str) -> None:

@@ -105,14 +105,17 @@ class ServiceHost:
         self._started.clear()
         try:
             await asyncio.wait_for(self.broker.stop(), 10)
-        except Exception:
-            log.exception("stopping the broker failed; closing its connection")
+        except Exception as exc:  # NATS away already: nothing to drain, nothing lost
+            log.warning("stopping the broker: %s; closing its connection", exc or type(exc))
         finally:
             # Whatever happened above, no subscription of this host may stay live:
             # it would go on taking commands meant for whoever starts next.
             connection = getattr(self, "_connection", None)
             if connection is not None and not connection.is_closed:
-                await connection.close()
+                try:
+                    await connection.close()
+                except Exception as exc:
+                    log.warning("closing the NATS connection: %s", exc or type(exc))
 
 
 async def _patiently(what: str, step: Callable[[], Awaitable[None]]) -> None:

@@ -56,6 +56,9 @@ class EmbeddedNats:
             env=env,
             stdout=log,
             stderr=log,
+            # Its own session: Ctrl-C at a terminal reaches the whole foreground group,
+            # and the server must outlive the services it serves until they stop.
+            start_new_session=True,
             preexec_fn=die_with_parent if os.name == "posix" else None,
         )
 

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
 
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8765
+    # The largest request body the API reads (413 past it), and the larger one for
+    # task uploads, which reach the object store in chunks rather than the bus whole.
+    max_request_bytes: int = Field(default=512 * 1024, ge=1024)
+    max_upload_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     public_base_url: str | None = None
 
     proxy_host: str = "127.0.0.1"

@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -240,3 +241,50 @@ async def test_killed_mid_sweep_the_run_resumes_where_its_log_ends(tmp_path: Pat
     # SIGTERM shuts down cleanly: exit 0, and no orphaned nats-server.
     assert second.returncode == 0, (tmp_path / "second.log").read_text()
     assert processes_mentioning(str(tmp_path / "data" / "nats")) == []
+
+
+async def test_two_platforms_on_one_machine_each_get_a_model_proxy(
+    tmp_path: Path, fake_model: FakeOpenAIServer
+) -> None:
+    """The second ``benchwright up`` finds the proxy's default port taken, takes a free
+    one, says which, and runs a task through it."""
+    procs: list[subprocess.Popen[bytes]] = []
+    blocker = None
+    try:
+        # Whatever holds the default port (another platform, another program).
+        blocker = socket.socket()
+        try:
+            blocker.bind(("127.0.0.1", 8766))
+            blocker.listen()
+        except OSError:
+            pass  # taken already: the same situation
+        clients = []
+        for name in ("one", "two"):
+            env = {"BW_DATA_DIR": str(tmp_path / name), "BW_GATEWAY_PORT": str(free_port())}
+            env["BW_READY_FILE"] = str(tmp_path / f"{name}.ready")
+            procs.append(spawn(["up"], env, tmp_path / f"{name}.log"))
+            await wait_for_file(tmp_path / f"{name}.ready", procs)
+            creds = json.loads((tmp_path / name / "credentials.json").read_text())
+            clients.append(creds)
+        banners = [(tmp_path / f"{n}.log").read_text() for n in ("one", "two")]
+        proxies = [b.split("model proxy: ")[1].split()[0] for b in banners]
+        assert len(set(proxies)) == 2 and not any(p.endswith(":8766") for p in proxies), proxies
+        for creds in clients:
+            headers = {"Authorization": f"Bearer {creds['token']}"}
+            async with httpx.AsyncClient(
+                base_url=creds["base_url"], headers=headers, timeout=30
+            ) as c:
+                body = launch_body(fake_model, limit=1)
+                run_id = (await c.post("/v1/runs", json=body)).json()["id"]
+                run = await wait_terminal(c, run_id)
+                assert run["status"] == "ok" and run["summary"]["total"] == 1, run
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if blocker is not None:
+            blocker.close()

@@ -41,12 +41,21 @@ MICROS_PER_CENT = 10_000
 class BillingError(Exception):
     """A refused billing change; ``field`` names what the caller got wrong."""
 
-    def __init__(self, status: int, title: str, detail: str, field: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str,
+        field: str | None = None,
+        *,
+        code: str | None = None,
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.title = title
         self.detail = detail
         self.field = field
+        self.code = code
 
 
 def cents(micros: int) -> int:
@@ -127,9 +136,22 @@ class BillingAccount(Aggregate):
     def top_up(
         self, topup_id: str, amount_cents: int, flow: str, key: str | None, at: datetime
     ) -> str:
-        """Credit ``amount_cents``; a repeated idempotency key returns the first top-up."""
+        """Credit ``amount_cents``; a repeated idempotency key returns the first top-up,
+        and is refused when it comes with a different top-up."""
         if key is not None and key in self.topup_keys:
-            return self.topup_keys[key]
+            first = self.topup_keys[key]
+            if (self.topups[first]["amount_cents"], self.topups[first]["flow"]) != (
+                amount_cents,
+                flow,
+            ):
+                raise BillingError(
+                    409,
+                    "idempotency key reused",
+                    "this Idempotency-Key was used for a different top-up",
+                    "Idempotency-Key",
+                    code="idempotency_key_reused",
+                )
+            return first
         if not 100 <= amount_cents <= 10_000_000:
             raise BillingError(
                 400, "bad amount", "a top-up is between 100 and 10,000,000 cents", "amount_cents"

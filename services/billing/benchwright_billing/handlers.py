@@ -28,7 +28,13 @@ from benchwright_shared.store import BlockingStore
 
 
 def _problem(exc: BillingError) -> Problem:
-    return Problem(status=exc.status, title=exc.title, detail=exc.detail, field=exc.field)
+    return Problem(
+        status=exc.status,
+        title=exc.title,
+        detail=exc.detail,
+        field=exc.field,
+        extra={"code": exc.code} if exc.code else None,
+    )
 
 
 def _month_start() -> str:

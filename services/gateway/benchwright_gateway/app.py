@@ -22,6 +22,7 @@ from benchwright_gateway.api import settings as settings_api
 from benchwright_gateway.api import webhooks as webhooks_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
 from benchwright_gateway.api.context import GatewayContext
+from benchwright_gateway.api.guard import BodyGuard, Contained
 from benchwright_gateway.application import GatewayApplication
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
@@ -86,6 +87,13 @@ class GatewayService:
         async def healthz() -> dict[str, str]:
             return {"status": "ok"}
 
+        # Outermost last: a crash is contained after the body guard has had its say.
+        http.add_middleware(
+            BodyGuard,
+            max_bytes=self.settings.max_request_bytes,
+            max_upload_bytes=self.settings.max_upload_bytes,
+        )
+        http.add_middleware(Contained)
         return http
 
     def ensure_admin_token(self) -> Path:

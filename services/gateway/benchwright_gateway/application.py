@@ -18,6 +18,7 @@ from benchwright_gateway.domain import (
     AccessToken,
     AccountSettings,
     IdempotencyRecord,
+    IdempotentAnswer,
     Login,
     Session,
     TokenIndex,
@@ -192,6 +193,26 @@ class GatewayApplication(Application[uuid.UUID]):
         except RecordConflictError:
             return self.find_launch(account, key)  # type: ignore[return-value]
         return record
+
+    def remember_answer(
+        self, account: str, operation: str, key: str, body_sha256: str, answer: dict[str, Any]
+    ) -> IdempotentAnswer:
+        """Keep ``answer`` for ``key``; returns the first one if another came first."""
+        record = IdempotentAnswer(account, operation, key, body_sha256, answer)
+        try:
+            self.save(record)
+        except RecordConflictError:
+            return self.find_answer(account, operation, key)  # type: ignore[return-value]
+        return record
+
+    def find_answer(self, account: str, operation: str, key: str) -> IdempotentAnswer | None:
+        try:
+            found: IdempotentAnswer = self.repository.get(
+                IdempotentAnswer.create_id(account, operation, key)
+            )
+        except AggregateNotFoundError:
+            return None
+        return found
 
     def find_launch(self, account: str, key: str) -> IdempotencyRecord | None:
         try:

@@ -157,6 +157,25 @@ class IdempotencyRecord(Aggregate):
         self.run_id = run_id
 
 
+class IdempotentAnswer(Aggregate):
+    """The answer to the first request an account made with a key for one operation
+    (creating a secret, changing the host policy): a repeat gets it again."""
+
+    @staticmethod
+    def create_id(account: str, operation: str, key: str) -> uuid.UUID:
+        return stable_uuid("idempotent-answer", account, operation, key)
+
+    @event("Answered")
+    def __init__(
+        self, account: str, operation: str, key: str, body_sha256: str, answer: dict[str, Any]
+    ) -> None:
+        self.account = account
+        self.operation = operation
+        self.key = key
+        self.body_sha256 = body_sha256
+        self.answer = answer
+
+
 class AccountSettings(Aggregate):
     """An account's settings: values the API has checked against its schema."""
 

@@ -174,7 +174,7 @@ class PipelineTools:
             )
             if result.exit_code != 0:
                 raise PhaseError("scorer_check_failed", (result.stderr or result.stdout)[-2000:])
-            return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+            return [json.loads(line) for line in result.stdout.split("\n") if line.strip()]
 
         results: list[dict[str, Any]] = await self._logged(
             "score_outputs", {"outputs": len(outputs)}, call

@@ -37,9 +37,13 @@ def up(
         typer.Option(help="Where the server keeps its state (default ~/.benchwright)."),
     ] = None,
     port: Annotated[int | None, typer.Option(help="The gateway's port.")] = None,
+    proxy_port: Annotated[
+        int | None,
+        typer.Option(help="The model proxy's port (default 8766, or a free one if taken)."),
+    ] = None,
 ) -> None:
     """Start a local Benchwright server and write credentials for this CLI and the SDK."""
-    _runtime().up(data_dir=data_dir, port=port)
+    _runtime().up(data_dir=data_dir, port=port, proxy_port=proxy_port)
 
 
 def serve(

@@ -46,7 +46,14 @@ class TopupIn(BaseModel):
 
 def _raise(problem: Problem | None) -> None:
     if problem is not None:
-        raise ProblemError(problem.status, problem.title, problem.detail, field=problem.field)
+        code = (problem.extra or {}).get("code")
+        raise ProblemError(
+            problem.status,
+            problem.title,
+            problem.detail,
+            field=problem.field,
+            code=str(code) if code else None,
+        )
 
 
 def _balance(view: BalanceView) -> dict[str, Any]:

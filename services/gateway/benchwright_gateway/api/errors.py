@@ -114,10 +114,7 @@ def install(app: FastAPI) -> None:
             headers={"Retry-After": "1"},
         )
 
-    @app.exception_handler(Exception)
-    async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return problem_response(500, "internal error", code="internal")
+    # Anything else is a 500 from ``guard.Contained``, which keeps the connection open.
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.models import TrialsIn
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream
@@ -302,7 +303,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def subset_tasks(
         subset_id: str,
         caller: Caller,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_ROWS_PER_PAGE)] = 100,
     ) -> dict[str, Any]:
         """A page of the task rows of a subset (its latest snapshot) or of one snapshot."""

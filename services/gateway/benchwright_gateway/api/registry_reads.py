@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.registry import RegistryAnswer
@@ -176,8 +177,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def task_range(
         benchmark_id: str,
         caller: Caller,
-        start: Annotated[int, Query(ge=0)],
-        end: Annotated[int, Query(ge=1)],
+        start: Annotated[int, Query(ge=0, le=MAX_POSITION)],
+        end: Annotated[int, Query(ge=1, le=MAX_POSITION)],
         subset: Annotated[str | None, Query(max_length=300)] = None,
         limit: Limit = 50,
         page_token: PageToken = None,

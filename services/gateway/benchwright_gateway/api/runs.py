@@ -16,6 +16,7 @@ from benchwright_gateway.api.artifacts import KINDS, latest_described
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.models import HaltRequest
 from benchwright_gateway.api.render import (
     RUN_FIELDS,
@@ -263,7 +264,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def list_events(
         run_id: str,
         caller: Caller,
-        after_seq: Annotated[int | None, Query(ge=-1)] = None,
+        after_seq: Annotated[int | None, Query(ge=-1, le=MAX_POSITION)] = None,
         types: str | None = None,
         limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     ) -> dict[str, Any]:

@@ -8,12 +8,13 @@ secret's value rests nowhere but the vault; answers carry only a preview.
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Header, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.idempotency import answer_once
 from benchwright_gateway.api.lookup import load_run
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import Problem
@@ -85,19 +86,31 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         return _show(answer.secret)
 
     @router.post("/secrets", status_code=201)
-    async def create_secret(body: SecretIn, caller: Caller) -> dict[str, Any]:
-        """Store a secret (write-only) and allow the hosts its rules name."""
+    async def create_secret(
+        body: SecretIn,
+        caller: Caller,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> dict[str, Any]:
+        """Store a secret (write-only) and allow the hosts its rules name. A repeated
+        Idempotency-Key returns the first answer."""
         caller.require("secrets:write")
-        return await put(
-            PutSecret(
-                account=caller.account,
-                name=body.name,
-                value=body.value,
-                description=body.description,
-                rules=body.rules,
-                create_only=True,
-            ),
-            "name",
+        command = PutSecret(
+            account=caller.account,
+            name=body.name,
+            value=body.value,
+            description=body.description,
+            rules=body.rules,
+            create_only=True,
+        )
+        return await answer_once(
+            ctx,
+            caller,
+            "secrets.create",
+            idempotency_key,
+            body.model_dump(mode="json"),
+            response,
+            lambda: put(command, "name"),
         )
 
     @router.patch("/secrets/{name}")
@@ -159,23 +172,41 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
 
     @router.patch("/host-policy")
-    async def update_host_policy(body: HostPolicyPatch, caller: Caller) -> dict[str, Any]:
-        """Flip the default mode, allow or block host patterns, add the starter pack."""
+    async def update_host_policy(
+        body: HostPolicyPatch,
+        caller: Caller,
+        response: Response,
+        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    ) -> dict[str, Any]:
+        """Flip the default mode, allow or block host patterns, add the starter pack. A
+        repeated Idempotency-Key returns the first answer."""
         caller.require("secrets:write")
-        view = await ask(
-            ctx.bus(),
-            UpdateHostPolicy(
-                account=caller.account,
-                default_mode=body.default_mode,
-                upsert=body.add,
-                remove=body.remove,
-                starter_pack=body.starter_pack,
-            ),
-            HostPolicyView,
-            timeout=TIMEOUT_S,
+
+        async def change() -> dict[str, Any]:
+            view = await ask(
+                ctx.bus(),
+                UpdateHostPolicy(
+                    account=caller.account,
+                    default_mode=body.default_mode,
+                    upsert=body.add,
+                    remove=body.remove,
+                    starter_pack=body.starter_pack,
+                ),
+                HostPolicyView,
+                timeout=TIMEOUT_S,
+            )
+            _raise(view.problem, "remove")
+            return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
+
+        return await answer_once(
+            ctx,
+            caller,
+            "host_policy.update",
+            idempotency_key,
+            body.model_dump(mode="json"),
+            response,
+            change,
         )
-        _raise(view.problem, "remove")
-        return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
 
     async def blocked(account: str, run_id: str | None) -> dict[str, Any]:
         view = await ask(

@@ -120,7 +120,8 @@ def text(value: Any) -> Text:
 def read_jsonl(path: Path, what: str = "--file") -> list[dict[str, Any]]:
     """Rows of a JSON Lines file; a bad line is a one-line usage error naming it."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # "\n" only: a JSON string may hold U+2028 or U+0085 raw.
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError as exc:
         fail(f"{what}: cannot read {path}: {exc.strerror or exc}", code=EXIT_USAGE)
     rows: list[dict[str, Any]] = []
