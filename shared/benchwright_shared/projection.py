@@ -11,10 +11,14 @@ A projection can be dropped and rebuilt by replaying its stream from the start.
 import contextlib
 import hashlib
 import json
+import logging
+import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from eventsourcing import persistence as es_persistence
 from eventsourcing.persistence import InfrastructureFactory, IntegrityError, Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteTrackingRecorder
@@ -22,6 +26,8 @@ from eventsourcing.utils import Environment
 
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import eventsourcing_env
+
+log = logging.getLogger(__name__)
 
 
 class ViewCursor:
@@ -99,16 +105,24 @@ class ProjectionStore:
         self.projections = {p.name: p for p in projections}
         self.postgres = settings.uses_postgres
         factory = InfrastructureFactory.construct(Environment(name=service, env=env))
-        ddl = [
-            f"CREATE TABLE IF NOT EXISTS {{schema}}{table} ({columns})"
-            for p in projections
-            for table, columns in p.tables.items()
-        ] + [
-            f"CREATE INDEX IF NOT EXISTS ix_{spec.split('(')[0]}_"
-            f"{abs(hash(spec)) % 10**8} ON {{schema}}{spec}"
-            for p in projections
-            for spec in p.indexes
-        ]
+        ddl = (
+            [
+                f"CREATE TABLE IF NOT EXISTS {{schema}}{table} ({columns})"
+                for p in projections
+                for table, columns in p.tables.items()
+            ]
+            + [
+                f"CREATE INDEX IF NOT EXISTS ix_{spec.split('(')[0]}_"
+                f"{abs(hash(spec)) % 10**8} ON {{schema}}{spec}"
+                for p in projections
+                for spec in p.indexes
+            ]
+            + [
+                "CREATE TABLE IF NOT EXISTS {schema}parked_messages (projection TEXT NOT NULL, "
+                "position BIGINT NOT NULL, error TEXT NOT NULL, message TEXT NOT NULL, "
+                "parked_at TEXT NOT NULL, PRIMARY KEY (projection, position))"
+            ]
+        )
         self.schema = env.get("POSTGRES_SCHEMA")
         self.recorder = factory.tracking_recorder()
         self._drop_outdated()
@@ -241,6 +255,92 @@ class ProjectionStore:
                 self.projections[projection].apply_batch(cur, [m for _, m in fresh])
         return len(fresh)
 
+    # -- a message that cannot be applied ------------------------------------------
+    def apply_many_or_park(
+        self, projection: str, items: Sequence[tuple[int, dict[str, Any]]]
+    ) -> int:
+        """``apply_many``; a batch that fails for its content goes again one message at
+        a time, and a message that fails on its own is parked (``park``)."""
+        try:
+            return self.apply_many(projection, items)
+        except Exception as exc:
+            if is_infrastructure(exc):
+                raise
+        return sum(self._one_or_park(projection, p, m, None) or 0 for p, m in items)
+
+    def apply_in_order_or_park(
+        self, projection: str, items: Sequence[tuple[int, dict[str, Any]]], seen_up_to: int
+    ) -> int | None:
+        """``apply_in_order``, parking what cannot be applied (see ``apply_many_or_park``)."""
+        try:
+            return self.apply_in_order(projection, items, seen_up_to)
+        except Exception as exc:
+            if is_infrastructure(exc):
+                raise
+        applied = 0
+        for position, message in items:
+            got = self._one_or_park(projection, position, message, seen_up_to)
+            if got is None:
+                return None
+            applied += got
+            seen_up_to = position
+        return applied
+
+    def _one_or_park(
+        self, projection: str, position: int, message: dict[str, Any], seen_up_to: int | None
+    ) -> int | None:
+        try:
+            if seen_up_to is None:
+                return self.apply_many(projection, [(position, message)])
+            return self.apply_in_order(projection, [(position, message)], seen_up_to)
+        except Exception as exc:
+            if is_infrastructure(exc):
+                raise
+            self.park(projection, position, message, exc)
+            return 0
+
+    def park(
+        self, projection: str, position: int, message: dict[str, Any], error: BaseException
+    ) -> None:
+        """Set a message aside, visibly, and go on: it counts as taken in (tracked), its
+        error and body are kept in ``parked_messages``, and the log says so. One bad
+        message must not stop a read model, nor vanish."""
+        log.error(
+            "projection %s: parked the message at %s (%s): %s",
+            projection,
+            position,
+            message.get("type"),
+            error,
+        )
+        text = json.dumps(message, default=str, ensure_ascii=True)
+        with self._transaction(commit=True) as raw:
+            cur = self._cursor(raw)
+            self.recorder._insert_tracking(raw, Tracking(projection, position))  # type: ignore[attr-defined]
+            cur.execute(
+                f"INSERT INTO {cur.table('parked_messages')} "
+                "(projection, position, error, message, parked_at) VALUES (?, ?, ?, ?, ?)",
+                [
+                    projection,
+                    position,
+                    f"{type(error).__name__}: {error}"[:2000].replace("\x00", ""),
+                    text,
+                    datetime.now(UTC).isoformat(),
+                ],
+            )
+
+    def parked(self, projection: str) -> list[dict[str, Any]]:
+        """The messages set aside for ``projection``, oldest first."""
+
+        def rows(cur: ViewCursor) -> list[dict[str, Any]]:
+            cur.execute(
+                f"SELECT position, error, message, parked_at FROM "
+                f"{cur.table('parked_messages')} WHERE projection = ? ORDER BY position",
+                [projection],
+            )
+            return cur.fetchall()
+
+        return self.read(rows)
+
     def tracked(self, projection: str) -> int:
         """How many stream positions the projection has taken in."""
         tracking = self._tracking_table()
@@ -282,6 +382,9 @@ class ProjectionStore:
                 verb = "TRUNCATE TABLE" if self.postgres else "DELETE FROM"
                 cur.execute(f"{verb} {cur.table(table)}")
             cur.execute(f"DELETE FROM {tracking} WHERE application_name = ?", [projection])
+            cur.execute(
+                f"DELETE FROM {cur.table('parked_messages')} WHERE projection = ?", [projection]
+            )
 
     def digest(self, projection: str) -> str:
         """A hash over every row of a projection, to compare two builds of it."""
@@ -308,6 +411,17 @@ class ProjectionStore:
 
     def close(self) -> None:
         self.recorder.datastore.close()  # type: ignore[attr-defined]
+
+
+def is_infrastructure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database is away or busy (try the same again later),
+    rather than that this message cannot be applied."""
+    if isinstance(exc, (es_persistence.OperationalError, es_persistence.InterfaceError)):
+        return True
+    if isinstance(exc, (ConnectionError, TimeoutError, sqlite3.OperationalError)):
+        return True
+    name = f"{type(exc).__module__}.{type(exc).__name__}"
+    return name.startswith("psycopg") and ("Operational" in name or "Interface" in name)
 
 
 def _is_unique_violation(exc: BaseException) -> bool:

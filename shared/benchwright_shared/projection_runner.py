@@ -17,7 +17,13 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Problem
-from benchwright_shared.contracts.queries import RebuildProjection, RebuildResult
+from benchwright_shared.contracts.queries import (
+    ListParked,
+    ParkedMessage,
+    ParkedMessages,
+    RebuildProjection,
+    RebuildResult,
+)
 from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -74,7 +80,9 @@ def register_projection(
         msg: Annotated[NatsBatchMessage, Context("message")],
     ) -> None:
         positions = [raw.metadata.sequence.stream for raw in msg.raw_message]
-        await blocking.run(store.apply_many, projection, list(zip(positions, bodies, strict=True)))
+        await blocking.run(
+            store.apply_many_or_park, projection, list(zip(positions, bodies, strict=True))
+        )
 
 
 async def rebuild_projection(
@@ -99,12 +107,17 @@ async def rebuild_projection(
     try:
         async for msgs in replay(js, stream, subject, start_seq=1, last_seq=last):
             items = [(m.metadata.sequence.stream, m.data) for m in msgs]
-            applied += await blocking.run(_decoded, store.apply_many, projection, items)
+            applied += await blocking.run(_decoded, store.apply_many_or_park, projection, items)
     except ReplayStalled:
         log.warning("rebuild of %s stopped waiting for messages", projection)
     digest = await blocking.run(store.digest, projection)
+    parked = len(await blocking.run(store.parked, projection))
     return RebuildResult(
-        projection=projection, applied=applied, digest=digest, before_digest=before
+        projection=projection,
+        applied=applied,
+        digest=digest,
+        before_digest=before,
+        parked=parked,
     )
 
 
@@ -140,7 +153,7 @@ async def rebuild_ordered(
     try:
         async for msgs in replay(js, source.stream, source.subjects[0], start_seq=1, last_seq=last):
             items = [(m.metadata.sequence.stream, m.data) for m in msgs]
-            apply = functools.partial(store.apply_in_order, seen_up_to=seen)
+            apply = functools.partial(store.apply_in_order_or_park, seen_up_to=seen)
             if await blocking.run(_decoded, apply, projection, items) is None:
                 break  # reset again (another rebuild): the feed takes it from there
             seen = items[-1][0]
@@ -153,8 +166,13 @@ async def rebuild_ordered(
         log.warning("rebuild of %s did not reach position %s in time", projection, last)
     digest = await blocking.run(store.digest, projection)
     applied = await blocking.run(store.tracked, projection)
+    parked = len(await blocking.run(store.parked, projection))
     return RebuildResult(
-        projection=projection, applied=applied, digest=digest, before_digest=before
+        projection=projection,
+        applied=applied - parked,
+        digest=digest,
+        before_digest=before,
+        parked=parked,
     )
 
 
@@ -243,7 +261,7 @@ class OrderedFeed:
         while True:
             try:
                 return await self.blocking.run(
-                    self.store.apply_in_order, self.projection, items, seen
+                    self.store.apply_in_order_or_park, self.projection, items, seen
                 )
             except Exception:  # the database is away: the same batch, again
                 log.warning("projection %s: batch failed; retrying", self.projection, exc_info=True)
@@ -287,6 +305,23 @@ class ProjectionHost:
         @router.subscriber(subjects.rebuild_subject(service), queue=service)
         async def rebuild(query: RebuildProjection) -> RebuildResult:
             return await self.rebuild(query.projection)
+
+        @router.subscriber(subjects.parked_subject(service), queue=service)
+        async def parked(query: ListParked) -> ParkedMessages:
+            return await self.parked(query.projection)
+
+    async def parked(self, projection: str) -> ParkedMessages:
+        if projection not in self.sources:
+            return ParkedMessages(
+                projection=projection,
+                problem=Problem(
+                    title="unknown projection", status=404, detail=f"known: {sorted(self.sources)}"
+                ),
+            )
+        rows = await self.blocking.run(self.store.parked, projection)
+        return ParkedMessages(
+            projection=projection, data=[ParkedMessage.model_validate(r) for r in rows]
+        )
 
     @property
     def broker(self) -> NatsBroker | None:

@@ -115,6 +115,11 @@ def rebuild_subject(service: str) -> str:
     return f"bw.q.{service}.rebuild_projection.v1"
 
 
+def parked_subject(service: str) -> str:
+    """Admin request: the messages one of ``service``'s projections set aside."""
+    return f"bw.q.{service}.parked_messages.v1"
+
+
 # Registry authoring (request/reply: the author waits for the id or the refusal).
 # Task rows travel through the datasets bucket under UPLOADS_PREFIX, not in the
 # message: a thousand rows can exceed a NATS message's size limit.

@@ -158,3 +158,50 @@ async def test_relay_publishes_in_order_and_late_subscribers_see_seq_zero(
         await nc.close()
         app.close()
         blocking.close()
+
+
+class PickyProjection(CountingProjection):
+    """Counts, except a message it cannot take (as a bad row would make a real one fail)."""
+
+    name = "picky"
+    tables = {"counted": "k TEXT PRIMARY KEY, n INTEGER NOT NULL"}
+
+    def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
+        if message.get("poison"):
+            raise ValueError("cannot apply this one")
+        super().apply(cur, message)
+
+
+def test_a_message_that_cannot_be_applied_is_parked_and_the_rest_go_on(
+    store_settings: Settings,
+) -> None:
+    store = ProjectionStore(store_settings, "pickysvc", [PickyProjection()])
+    try:
+        batch = [(1, {"k": "a"}), (2, {"k": "b", "poison": True}), (3, {"k": "a"})]
+        assert store.apply_in_order_or_park("picky", batch, 0) == 2
+        assert count(store) == 2
+        later = [(4, {"k": "c"}), (5, {"k": "c", "poison": True})]
+        assert store.apply_many_or_park("picky", later) == 1
+        parked = store.parked("picky")
+        assert [p["position"] for p in parked] == [2, 5]
+        assert "cannot apply this one" in parked[0]["error"]
+        assert json.loads(parked[0]["message"]) == {"k": "b", "poison": True}
+        # Taken in: a redelivery skips it, and the feed goes on after it.
+        assert store.max_position("picky") == 5
+        assert store.apply_in_order_or_park("picky", [(6, {"k": "d"})], 5) == 1
+        # A rebuild starts clean and parks it again.
+        store.reset("picky")
+        assert store.parked("picky") == []
+    finally:
+        store.close()
+
+
+def test_a_database_that_is_away_is_not_a_bad_message() -> None:
+    from eventsourcing.persistence import OperationalError
+
+    from benchwright_shared.projection import is_infrastructure
+
+    assert is_infrastructure(OperationalError("server closed the connection"))
+    assert is_infrastructure(ConnectionResetError())
+    assert not is_infrastructure(ValueError("bad row"))
+    assert not is_infrastructure(KeyError("task_id"))

@@ -71,3 +71,44 @@ async def test_tokens_are_stored_only_as_hashes(gateway: GatewayService) -> None
     )
     assert token.encode() not in stored
     assert gateway.app.verify(token) is not None
+
+
+async def test_a_method_the_route_does_not_take_is_405_with_allow(
+    gateway: GatewayService,
+) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read"], "reader")
+    async with client(gateway, token) as reader:
+        response = await reader.put("/v1/runs")
+    assert response.status_code == 405
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert set(response.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+async def test_the_published_schema_says_what_the_api_answers(gateway: GatewayService) -> None:
+    async with client(gateway, None) as anonymous:
+        document = (await anonymous.get("/openapi.json")).json()
+    problem = "application/problem+json"
+    operations = [
+        (path, method, op)
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+    ]
+    assert len(operations) > 50
+    for path, method, op in operations:
+        responses = op["responses"]
+        assert "422" not in responses, (method, path)
+        for code in ("400", "401", "403", "500", "503", "504", "default"):
+            assert problem in responses[code]["content"], (method, path, code)
+        if method in ("post", "put", "patch"):
+            assert "413" in responses, (method, path)
+        if "{" in path:
+            assert "404" in responses, (method, path)
+    media = {
+        ("/v1/billing/export", "get"): "text/csv",
+        ("/v1/runs/{run_id}/stream", "get"): "text/event-stream",
+        ("/v1/impls/{impl_id}/code", "get"): "text/x-python",
+        ("/v1/runs/{run_id}/report", "get"): "text/html",
+    }
+    for (path, method), kind in media.items():
+        assert kind in document["paths"][path][method]["responses"]["200"]["content"], path
+    assert "HTTPValidationError" not in document["components"]["schemas"]

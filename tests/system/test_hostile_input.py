@@ -1,6 +1,7 @@
 """Hostile input against the running platform: every one is a 4xx problem naming the
 field, and nothing it touched is half-written (issue 11)."""
 
+import asyncio
 import json
 from typing import Any
 
@@ -176,3 +177,44 @@ async def test_an_idempotency_key_reused_with_another_body_is_409_everywhere(
     policy = (await client.get("/v1/host-policy")).json()
     patterns = [r["pattern"] for r in policy["rules"]]
     assert "example.org" in patterns and "example.com" not in patterns
+
+
+async def test_a_run_log_message_a_view_cannot_apply_is_parked_and_the_view_goes_on(
+    platform: Platform, fake_model: Any
+) -> None:
+    import nats
+
+    from benchwright_shared import subjects
+
+    client = platform.client
+    assert client is not None
+    settings = platform.settings
+    url = settings.nats_url
+    if not url:  # the embedded platform's own nats-server
+        conf = (settings.data_dir / "nats" / "nats-server.conf").read_text()
+        url = "nats://" + conf.split('"')[1]
+    nc = await nats.connect(url)
+    try:
+        bad = {"run_id": "run-poison", "seq": 1, "type": "MaterializeTaskResult", "data": {}}
+        await nc.jetstream().publish(
+            subjects.run_log_subject("run-poison"),
+            json.dumps(bad).encode(),
+            stream=subjects.RUNS_STREAM,
+        )
+    finally:
+        await nc.close()
+    for _ in range(100):
+        parked = (await client.get("/v1/admin/projections/runs/parked")).json()["data"]
+        if parked:
+            break
+        await asyncio.sleep(0.1)
+    assert [json.loads(p["message"])["run_id"] for p in parked] == ["run-poison"]
+    assert "index" in parked[0]["error"]
+    # The view goes on: a run launched after it shows up and finishes.
+    body = launch(metadata={"limit": 2})
+    body["sut"] = {"model": "m", "provider": "openai_compatible", "api_base": fake_model.base_url}
+    run = (await client.post("/v1/runs", json=body)).json()
+    finished = await platform.wait_terminal(run["id"])
+    assert finished["status"] == "ok", finished
+    unknown = await client.get("/v1/admin/projections/nope/parked")
+    assert_problem(unknown, 404, "name")

@@ -124,6 +124,17 @@ async def test_pinned_run_scores_every_task(
             if line.startswith("data:"):
                 streamed.append(json.loads(line[5:]))
     assert [e["seq"] for e in streamed] == [e["seq"] for e in events]
+    # A client that reconnects with Last-Event-ID gets only what came after it.
+    resumed: list[int] = []
+    middle = events[len(events) // 2]["seq"]
+    headers = {"Last-Event-ID": str(middle)}
+    async with client.stream("GET", f"/v1/runs/{run['id']}/stream", headers=headers) as sse:
+        async for line in sse.aiter_lines():
+            if line.startswith("data:"):
+                resumed.append(json.loads(line[5:])["seq"])
+    assert resumed == [e["seq"] for e in events if e["seq"] > middle]
+    bad = await client.get(f"/v1/runs/{run['id']}/stream", headers={"Last-Event-ID": "not-a-seq"})
+    assert bad.status_code == 400 and bad.json()["field"] == "Last-Event-ID"
 
     # The fingerprint recorded at the end is the one recomputed from the log now.
     assert len(done["fingerprint"]) == 12

@@ -13,7 +13,16 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
-from benchwright_gateway.api import access, admin, artifacts, errors, launch, registry, runs
+from benchwright_gateway.api import (
+    access,
+    admin,
+    artifacts,
+    errors,
+    launch,
+    openapi,
+    registry,
+    runs,
+)
 from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import build as build_api
 from benchwright_gateway.api import registry_reads as registry_reads_api
@@ -64,6 +73,7 @@ class GatewayService:
             description="Run LLM benchmarks honestly: reproducible, comparable, costed.",
         )
         errors.install(http)
+        openapi.install(http)
 
         async def verify(token: str) -> Principal | None:
             found = await self.blocking.run(self.app.verify, token)
@@ -78,7 +88,9 @@ class GatewayService:
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))
-        http.include_router(admin.build_router(self.ctx, principal, self.views.rebuild))
+        http.include_router(
+            admin.build_router(self.ctx, principal, self.views.rebuild, self.views.parked)
+        )
         http.include_router(registry.build_router(self.ctx, principal))
         http.include_router(build_api.build_router(self.ctx, principal))
         http.include_router(registry_reads_api.build_router(self.ctx, principal))

@@ -147,6 +147,31 @@ class RebuildResult(BaseModel):
     applied: int = 0
     digest: str = ""
     before_digest: str = ""
+    # Messages the replay could not apply and set aside (``ListParked`` shows them).
+    parked: int = 0
+
+
+class ListParked(BaseModel):
+    """Admin: the messages a projection could not apply and set aside."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    projection: str
+
+
+class ParkedMessage(BaseModel):
+    position: int
+    error: str
+    message: str
+    parked_at: str
+
+
+class ParkedMessages(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    projection: str
+    data: list[ParkedMessage] = Field(default_factory=list)
 
 
 class GetRunCost(Contract):

@@ -179,6 +179,9 @@ class FakeE2B:
             interface="asgi3",
             lifespan="off",
             log_level="warning",
+            # A process stream still open when the test ends must not hold the
+            # shutdown (uvicorn waits for open connections without this).
+            timeout_graceful_shutdown=2,
         )
         self._server = _NoSignals(config)
         self._task = asyncio.create_task(self._server.serve())

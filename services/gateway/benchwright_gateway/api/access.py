@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
@@ -38,7 +38,7 @@ class AccountIn(BaseModel):
 
     username: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.@-]+$")
     password: str = Field(min_length=12, max_length=1000)
-    admin: bool = False
+    admin: StrictBool = False
 
 
 def _problem(exc: AccessError, field: str | None = None) -> ProblemError:

@@ -10,7 +10,12 @@ from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask
-from benchwright_shared.contracts import RebuildProjection, RebuildResult
+from benchwright_shared.contracts import (
+    ListParked,
+    ParkedMessages,
+    RebuildProjection,
+    RebuildResult,
+)
 
 # Which service owns each projection.
 PROJECTION_OWNERS = {
@@ -22,26 +27,50 @@ PROJECTION_OWNERS = {
 }
 
 
+def _owner(name: str) -> str:
+    owner = PROJECTION_OWNERS.get(name)
+    if owner is None:
+        raise ProblemError(
+            404,
+            "unknown projection",
+            f"known: {', '.join(sorted(PROJECTION_OWNERS))}",
+            field="name",
+        )
+    return owner
+
+
 def build_router(
     ctx: GatewayContext,
     principal: Callable[..., Awaitable[Principal]],
     rebuild_local: Callable[[str], Coroutine[Any, Any, RebuildResult]],
+    parked_local: Callable[[str], Coroutine[Any, Any, ParkedMessages]],
 ) -> APIRouter:
     router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+    @router.get("/projections/{name}/parked")
+    async def parked(name: str, caller: Annotated[Principal, Depends(principal)]) -> dict[str, Any]:
+        """Messages the read model could not apply and set aside, with their errors."""
+        caller.require("admin")
+        owner = _owner(name)
+        if owner == "gateway":
+            found = await parked_local(name)
+        else:
+            found = await ask(
+                ctx.bus(),
+                ListParked(projection=name),
+                ParkedMessages,
+                subject=subjects.parked_subject(owner),
+            )
+        if found.problem:
+            raise ProblemError(found.problem.status, found.problem.title, found.problem.detail)
+        return {"object": "list", "data": [m.model_dump() for m in found.data]}
 
     @router.post("/projections/{name}/rebuild")
     async def rebuild(
         name: str, caller: Annotated[Principal, Depends(principal)]
     ) -> dict[str, Any]:
         caller.require("admin")
-        owner = PROJECTION_OWNERS.get(name)
-        if owner is None:
-            raise ProblemError(
-                404,
-                "unknown projection",
-                f"known: {', '.join(sorted(PROJECTION_OWNERS))}",
-                field="name",
-            )
+        owner = _owner(name)
         if owner == "gateway":
             result = await rebuild_local(name)
         else:

@@ -139,7 +139,21 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         event = await one(caller, run_id, art_id)
         return {**_describe(event, event["_version"], event["_latest"]), "data": event["data"]}
 
-    @router.get("/{run_id}/artifacts/{art_id}/content")
+    @router.get(
+        "/{run_id}/artifacts/{art_id}/content",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "The artifact's bytes, in its own media type.",
+                "content": {
+                    "text/x-python": {"schema": {"type": "string"}},
+                    "application/x-yaml": {"schema": {"type": "string"}},
+                    "application/json": {"schema": {}},
+                    "*/*": {"schema": {"type": "string", "format": "binary"}},
+                },
+            }
+        },
+    )
     async def artifact_content(run_id: str, art_id: str, caller: Caller) -> Response:
         """The artifact itself: the scorer's code, the LiteLLM config, the report file."""
         caller.require("artifacts:read")

@@ -141,7 +141,16 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         trend = await ask(ctx.bus(), query, UsageTrend, timeout=TIMEOUT_S)
         return {"object": "list", "data": [d.model_dump(mode="json") for d in trend.data]}
 
-    @router.get("/export")
+    @router.get(
+        "/export",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "CSV, with a header row.",
+                "content": {"text/csv": {"schema": {"type": "string"}}},
+            }
+        },
+    )
     async def export(
         caller: Caller, type: Literal["transactions", "runs"] = "transactions"
     ) -> Response:

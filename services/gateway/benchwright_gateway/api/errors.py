@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
@@ -117,5 +118,20 @@ def install(app: FastAPI) -> None:
     # Anything else is a 500 from ``guard.Contained``, which keeps the connection open.
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem_response(exc.status_code, str(exc.detail))
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route on the path only.
+            headers["Allow"] = ", ".join(_allowed(request))
+        return problem_response(exc.status_code, str(exc.detail), headers=headers or None)
+
+
+def _allowed(request: Request) -> list[str]:
+    """Every method some route takes at this request's path (asked of the router
+    itself: included routers hold their routes out of sight)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+        if any(r.matches({**request.scope, "method": method})[0] == Match.FULL for r in routes)
+    ]

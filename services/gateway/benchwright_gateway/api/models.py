@@ -7,6 +7,7 @@ from pydantic import (
     ConfigDict,
     Field,
     HttpUrl,
+    StrictBool,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -128,7 +129,7 @@ class ReplayIn(BaseModel):
     from_run: str = Field(min_length=1, max_length=100)
     task_ids: list[str] | None = Field(default=None, min_length=1, max_length=100_000)
     # Tasks whose outcome was not ``pass`` (failures and errors alike).
-    only_failed: bool = False
+    only_failed: StrictBool = False
 
 
 def check_driver(value: str | None) -> str | None:
@@ -226,7 +227,7 @@ class HaltRequest(BaseModel):
 
     reason: str | None = Field(default=None, max_length=500)
     # Park the run instead of ending it; ``POST /v1/runs/{id}/resume`` carries it on.
-    pause: bool = False
+    pause: StrictBool = False
 
 
 class ForkRequest(BaseModel):

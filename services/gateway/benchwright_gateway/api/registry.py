@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from nats.js.errors import BucketNotFoundError
 from nats.js.object_store import ObjectStore
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
@@ -83,7 +83,7 @@ class SubsetIn(BaseModel):
     description: str = Field(default="", max_length=10_000)
     # Rows {"task_id", "input", "expected", ...}; at most 1,000 a request.
     tasks: list[dict[str, Any]] = Field(default_factory=list)
-    rolling: bool = False
+    rolling: StrictBool = False
     # {"code": <task_impl.py>, "label": ...}: what a pin of this subset runs by default.
     grader: dict[str, Any] | None = None
     default_trials: TrialsIn | None = None
@@ -96,7 +96,7 @@ class SubsetPatch(BaseModel):
 
     name: str | None = Field(default=None, max_length=200)
     description: str | None = Field(default=None, max_length=10_000)
-    rolling: bool | None = None
+    rolling: StrictBool | None = None
 
 
 class AppendIn(BaseModel):
@@ -117,7 +117,7 @@ class ImplIn(BaseModel):
     code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)
     # Accepted for compatibility: an impl is always Python.
     language: str | None = Field(default=None, max_length=20)
-    official: bool = False
+    official: StrictBool = False
 
 
 class ImplPatch(BaseModel):
@@ -125,7 +125,7 @@ class ImplPatch(BaseModel):
 
     label: str | None = Field(default=None, max_length=200)
     description: str | None = Field(default=None, max_length=2000)
-    official: bool | None = None
+    official: StrictBool | None = None
 
 
 def _raise(problem: Problem | None) -> None:
@@ -417,7 +417,19 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         answer = await registry(ReadImpl(account=caller.account, impl_id=impl_id))
         return _show("impl", answer.impl)
 
-    @router.get("/impls/{impl_id}/code", response_model=None)
+    @router.get(
+        "/impls/{impl_id}/code",
+        response_model=None,
+        responses={
+            200: {
+                "description": "The code as Python source, or as JSON when asked for it.",
+                "content": {
+                    "text/x-python": {"schema": {"type": "string"}},
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            }
+        },
+    )
     async def impl_code(
         impl_id: str, caller: Caller, request: Request
     ) -> PlainTextResponse | dict[str, Any]:

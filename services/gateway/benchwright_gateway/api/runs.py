@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, Query
 from nats.js.api import DeliverPolicy
 from sse_starlette import EventSourceResponse
 
@@ -338,11 +338,30 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "rules": {name: list(fields) for name, fields in LOAD_BEARING_FIELDS.items()},
         }
 
-    @router.get("/{run_id}/stream")
-    async def stream(run_id: str, caller: Caller) -> EventSourceResponse:
+    @router.get(
+        "/{run_id}/stream",
+        response_class=EventSourceResponse,
+        responses={
+            200: {
+                "description": "The run's log as server-sent events, from the start or "
+                "after `Last-Event-ID`.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            }
+        },
+    )
+    async def stream(
+        run_id: str,
+        caller: Caller,
+        last_event_id: Annotated[
+            int | None, Header(alias="Last-Event-ID", ge=-1, le=MAX_POSITION)
+        ] = None,
+    ) -> EventSourceResponse:
+        """A reconnecting client sends the id of the last event it got (``Last-Event-ID``,
+        an event's ``seq``) and gets only what came after it."""
         caller.require("runs:read")
         await load_run(caller, run_id)
-        return EventSourceResponse(run_log(run_id), ping=15)
+        after = -1 if last_event_id is None else last_event_id
+        return EventSourceResponse(run_log(run_id, after), ping=15)
 
     async def caught_up(run_id: str, seq: int, timeout: float = 10.0) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
@@ -352,8 +371,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 return
             await asyncio.sleep(0.05)
 
-    async def run_log(run_id: str) -> AsyncIterator[dict[str, Any]]:
-        """History then live, straight from the run's JetStream subject."""
+    async def run_log(run_id: str, after: int = -1) -> AsyncIterator[dict[str, Any]]:
+        """History then live, straight from the run's JetStream subject, from ``after``."""
         sub = await jetstream(ctx.bus()).subscribe(
             subjects.run_log_subject(run_id),
             stream=subjects.RUNS_STREAM,
@@ -363,6 +382,10 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         try:
             async for msg in sub.messages:
                 event = json.loads(msg.data)
+                if event["seq"] <= after:
+                    if event["type"] == TERMINAL_EVENT:
+                        return  # the client has the end already
+                    continue
                 if event["type"] == TERMINAL_EVENT:
                     # The stream runs ahead of the read model; hold the last event
                     # until the read model has it, so a client that reads the run

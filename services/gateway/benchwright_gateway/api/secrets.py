@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
@@ -63,7 +63,7 @@ class HostPolicyPatch(BaseModel):
     default_mode: HostAction | None = None
     add: list[HostRule] = Field(default_factory=list, max_length=500)
     remove: list[str] = Field(default_factory=list, max_length=500)
-    starter_pack: bool = False
+    starter_pack: StrictBool = False
 
 
 def _raise(problem: Problem | None, field: str | None = None) -> None:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
@@ -45,7 +45,7 @@ class WebhookPatch(BaseModel):
     url: str | None = Field(default=None, min_length=1, max_length=2048)
     events: list[EventName] | None = Field(default=None, min_length=1, max_length=len(EVENT_TYPES))
     description: str | None = Field(default=None, max_length=1000)
-    enabled: bool | None = None
+    enabled: StrictBool | None = None
 
 
 class RotateIn(BaseModel):
