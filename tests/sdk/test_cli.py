@@ -204,13 +204,20 @@ def test_up_and_serve_delegate_to_the_runtime(
 ) -> None:
     calls: list[tuple[str, object]] = []
     fake = types.ModuleType("benchwright_runtime.cli")
-    fake.up = lambda data_dir, port: calls.append(("up", (data_dir, port)))  # type: ignore[attr-defined]
+    fake.up = lambda data_dir, port, proxy_port: calls.append(  # type: ignore[attr-defined]
+        ("up", (data_dir, port, proxy_port))
+    )
     fake.serve = lambda service: calls.append(("serve", service))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "benchwright_runtime.cli", fake)
 
     assert runner.invoke(app, ["up", "--data-dir", str(tmp_path), "--port", "9000"]).exit_code == 0
+    assert runner.invoke(app, ["up", "--proxy-port", "9001"]).exit_code == 0
     assert runner.invoke(app, ["serve", "gateway"]).exit_code == 0
-    assert calls == [("up", (tmp_path, 9000)), ("serve", "gateway")]
+    assert calls == [
+        ("up", (tmp_path, 9000, None)),
+        ("up", (None, None, 9001)),
+        ("serve", "gateway"),
+    ]
 
 
 def test_up_without_the_server_package_prints_an_install_hint(

@@ -388,3 +388,21 @@ async def test_async_runs_publish(gateway: FakeGateway) -> None:
     assert published.visibility == "public"
     bodies = [sent_json(r) for r in gateway.seen("PATCH", RUN)]
     assert bodies == [{"visibility": "public"}, {"visibility": "private"}]
+
+
+def test_a_bare_model_with_an_api_base_is_an_openai_compatible_server() -> None:
+    import typer
+
+    from benchwright.cli._launch import parse_model
+
+    assert parse_model("llama3", "http://127.0.0.1:8000/v1") == {
+        "model": "llama3",
+        "provider": "openai_compatible",
+        "api_base": "http://127.0.0.1:8000/v1",
+    }
+    assert parse_model("qwen/qwen3-32b@openrouter") == {
+        "model": "qwen/qwen3-32b",
+        "provider": "openrouter",
+    }
+    with pytest.raises(typer.Exit):
+        parse_model("llama3")  # no provider, nowhere to ask

@@ -212,6 +212,9 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("POST", "/v1/admin/projections/{name}/rebuild"): Entry(
         ADMIN, "/v1/admin/projections/runs/rebuild"
     ),
+    ("GET", "/v1/admin/projections/{name}/parked"): Entry(
+        ADMIN, "/v1/admin/projections/runs/parked"
+    ),
     # The registry: benchmarks, subsets, impls.
     ("POST", "/v1/benchmarks"): Entry("registry:publish", "/v1/benchmarks", {"name": "{fresh}"}),
     ("GET", "/v1/benchmarks"): Entry("registry:read", "/v1/benchmarks"),

@@ -32,11 +32,15 @@ GATE_METRICS = ("pass_rate",)
 
 
 def parse_model(value: str, api_base: str | None = None) -> dict[str, str]:
-    """``MODEL@PROVIDER`` split on its last ``@`` (model names may contain ``@``)."""
+    """``MODEL@PROVIDER`` split on its last ``@`` (model names may contain ``@``). With
+    ``--api-base`` a bare ``MODEL`` means the OpenAI-compatible server found there."""
     model, sep, provider = value.rpartition("@")
-    if not sep or not model or not provider:
+    if not sep and api_base and value:
+        model, provider = value, "openai_compatible"
+    elif not sep or not model or not provider:
         fail(
-            f"--model must be MODEL@PROVIDER, e.g. qwen/qwen3-32b@openrouter (got {value!r})",
+            f"--model must be MODEL@PROVIDER, e.g. qwen/qwen3-32b@openrouter, or a bare "
+            f"MODEL with --api-base (got {value!r})",
             code=EXIT_USAGE,
         )
     sut = {"model": model, "provider": provider}
