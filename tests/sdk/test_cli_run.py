@@ -309,6 +309,25 @@ def test_kill_stops_and_delete_destroys(runner: CliRunner, gateway: FakeGateway)
     assert json.loads(deleted.stdout)["deleted"] is True
 
 
+def test_halt_pause_resume_and_review(runner: CliRunner, gateway: FakeGateway) -> None:
+    gateway.on("POST", f"{RUN}/halt", httpx.Response(202, json=run_body("running", halted=True)))
+    gateway.on("POST", f"{RUN}/resume", httpx.Response(202, json=run_body("running")))
+    gateway.on("PATCH", RUN, httpx.Response(200, json=run_body("running")))
+    halted = runner.invoke(app, ["run", "halt", RUN_ID, "-o", "table"])
+    assert halted.exit_code == 0 and halted.stdout == f"stopping run {RUN_ID}\n", halted.output
+    paused = runner.invoke(app, ["run", "pause", RUN_ID, "--reason", "lunch", "-o", "table"])
+    assert paused.exit_code == 0 and paused.stdout == f"pausing run {RUN_ID}\n", paused.output
+    halts = [json.loads(r.content or b"{}") for r in gateway.seen("POST", f"{RUN}/halt")]
+    assert halts[0].get("pause") in (None, False)
+    assert halts[1]["pause"] is True and halts[1]["reason"] == "lunch"
+    resumed = runner.invoke(app, ["run", "resume", RUN_ID, "-o", "table"])
+    assert resumed.exit_code == 0 and resumed.stdout == f"resuming run {RUN_ID}\n", resumed.output
+    assert len(gateway.seen("POST", f"{RUN}/resume")) == 1
+    answered = runner.invoke(app, ["run", "review", RUN_ID, "use exact match", "-o", "table"])
+    assert answered.exit_code == 0, answered.output
+    assert sent_json(gateway.seen("PATCH", RUN)[0]) == {"review_resolution": "use exact match"}
+
+
 def test_ls_lists_runs(runner: CliRunner, gateway: FakeGateway) -> None:
     page = {
         "object": "list",
@@ -347,6 +366,10 @@ def test_every_command_has_help(runner: CliRunner) -> None:
         ["run", "ls"],
         ["run", "publish"],
         ["run", "kill"],
+        ["run", "halt"],
+        ["run", "pause"],
+        ["run", "resume"],
+        ["run", "review"],
         ["run", "delete"],
         ["secrets"],
         ["secrets", "add"],

@@ -208,7 +208,7 @@ async def test_secrets_are_write_only_and_the_host_policy_is_the_accounts(
     # Adding the secret allowed its host.
     policy = (await client.get("/v1/host-policy")).json()
     assert policy["default_mode"] == "allow"
-    assert {"pattern": "openrouter.ai", "action": "allow"} in policy["rules"]
+    assert ("openrouter.ai", "allow") in {(r["pattern"], r["action"]) for r in policy["rules"]}
     flipped = await client.patch(
         "/v1/host-policy",
         json={
@@ -289,6 +289,6 @@ async def test_the_sdk_speaks_secrets_host_policy_and_fingerprints(
     assert seen["made"].version == 1 and seen["rotated"].version == 2
     assert seen["made"].preview.endswith("xxxx") and "value" not in seen["made"]
     assert seen["names"] == ["together"]
-    assert {"pattern": "*.evil.io", "action": "block"} in seen["policy"].rules
+    assert ("*.evil.io", "block") in {(r["pattern"], r["action"]) for r in seen["policy"].rules}
     assert seen["fingerprint"].matches is True
     assert seen["blocked"] == []

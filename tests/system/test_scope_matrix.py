@@ -467,7 +467,9 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         )
         assert secret.status_code == 201, secret.text
         policy = (await client.get("/v1/host-policy", headers=as_(alice))).json()
-        assert {"pattern": "api.matrix-a.example", "action": "allow"} in policy["rules"]
+        assert ("api.matrix-a.example", "allow") in {
+            (r["pattern"], r["action"]) for r in policy["rules"]
+        }
         hook = await client.post(
             "/v1/webhooks",
             json={"url": "https://hooks.matrix-a.invalid/h", "events": ["run.finished"]},

@@ -242,7 +242,7 @@ async def use_the_secret(client: httpx.AsyncClient) -> None:
     got = (await client.get("/v1/secrets/provider")).json()
     assert got["preview"] == "••••" + ROTATED[-4:] and "value" not in got
     policy = (await client.get("/v1/host-policy")).json()
-    assert {"pattern": HOST, "action": "allow"} in policy["rules"]
+    assert (HOST, "allow") in {(r["pattern"], r["action"]) for r in policy["rules"]}
 
 
 async def run_while_it_exists(client: httpx.AsyncClient, model: FakeOpenAIServer) -> None:

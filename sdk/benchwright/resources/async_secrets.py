@@ -43,7 +43,8 @@ class AsyncSecrets:
         rules: Iterable[Mapping[str, Any]] | None = None,
         idempotency_key: str | None = None,
     ) -> AttrDict:
-        """Rotate the value and/or change the description or rules; new runs get it."""
+        """Rotate the value and/or change the description or rules (``name``: a name or
+        a ``sec_…`` id); new runs get it."""
         call = SecretCalls.update(name, value, description, rules, idempotency_key)
         return await self._http.send(call)
 
@@ -54,11 +55,11 @@ class AsyncSecrets:
         return await self._http.send(SecretCalls.list())
 
     async def get(self, name: str) -> AttrDict:
-        """One secret by name: its rules and a masked preview."""
+        """One secret by name or ``sec_…`` id: its rules and a masked preview."""
         return await self._http.send(SecretCalls.get(name))
 
     async def delete(self, name: str) -> AttrDict:
-        """Remove a secret; new runs can no longer use it."""
+        """Remove a secret (by name or ``sec_…`` id); new runs can no longer use it."""
         return await self._http.send(SecretCalls.delete(name))
 
 
@@ -84,7 +85,7 @@ class AsyncHostPolicy:
         return await self._http.send(HostPolicyCalls.add(host_pattern, mode, idempotency_key))
 
     async def delete(self, host_pattern: str) -> AttrDict:
-        """Remove the rule for ``host_pattern`` (404 when it has none)."""
+        """Remove the rule for ``host_pattern`` or ``hpr_…`` id (404 when it has none)."""
         return await self._http.send(HostPolicyCalls.update(remove=[host_pattern]))
 
     async def default(self, mode: str) -> AttrDict:

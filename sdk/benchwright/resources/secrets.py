@@ -61,6 +61,7 @@ class Secrets:
         idempotency_key: str | None = None,
     ) -> AttrDict:
         """Rotate the value and/or change the description or rules (what is left out stays).
+        ``name`` is the secret's name or its ``sec_…`` id.
 
         Running runs keep the value they started with; new runs get the new one.
         Setting the same thing twice is the same change, so this is retried safely.
@@ -75,11 +76,12 @@ class Secrets:
         return self._http.send(SecretCalls.list())
 
     def get(self, name: str) -> AttrDict:
-        """One secret by name: its rules and a masked preview, never the value."""
+        """One secret by name or ``sec_…`` id: its rules and a masked preview, never the
+        value."""
         return self._http.send(SecretCalls.get(name))
 
     def delete(self, name: str) -> AttrDict:
-        """Remove a secret; new runs can no longer use it."""
+        """Remove a secret (by name or ``sec_…`` id); new runs can no longer use it."""
         return self._http.send(SecretCalls.delete(name))
 
 
@@ -113,8 +115,8 @@ class HostPolicy:
         return self._http.send(HostPolicyCalls.add(host_pattern, mode, idempotency_key))
 
     def delete(self, host_pattern: str) -> AttrDict:
-        """Remove the rule for ``host_pattern`` (the guide's ``entry_id``); a pattern
-        with no rule is a :class:`~benchwright.NotFoundError`."""
+        """Remove the rule for ``host_pattern``, or the rule whose ``hpr_…`` id it is (the
+        guide's ``entry_id``); one with no rule is a :class:`~benchwright.NotFoundError`."""
         return self._http.send(HostPolicyCalls.update(remove=[host_pattern]))
 
     def default(self, mode: str) -> AttrDict:

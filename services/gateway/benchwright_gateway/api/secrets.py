@@ -5,6 +5,8 @@ owns the vault. Requests go over NATS request/reply, never a stream, so a
 secret's value rests nowhere but the vault; answers carry only a preview.
 """
 
+import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -71,8 +73,30 @@ def _raise(problem: Problem | None, field: str | None = None) -> None:
         raise ProblemError(problem.status, problem.title, problem.detail, field=field)
 
 
-def _show(view: SecretView) -> dict[str, Any]:
-    return {"object": "secret", **view.model_dump(mode="json")}
+SECRET_ID = re.compile(r"^sec_[0-9a-f]{16}$")
+RULE_ID = re.compile(r"^hpr_[0-9a-f]{12}$")
+
+
+def secret_id(account: str, name: str) -> str:
+    """A secret's id: stable for its account and name (a secret is addressed by
+    either; rotating keeps it)."""
+    return "sec_" + hashlib.sha256(f"{account}\x1f{name}".encode()).hexdigest()[:16]
+
+
+def rule_id(pattern: str) -> str:
+    """A host-policy rule's id: its pattern's (one rule per pattern)."""
+    return "hpr_" + hashlib.sha256(pattern.encode()).hexdigest()[:12]
+
+
+def _show(view: SecretView, account: str) -> dict[str, Any]:
+    return {"object": "secret", "id": secret_id(account, view.name), **view.model_dump(mode="json")}
+
+
+def _policy(view: HostPolicyView) -> dict[str, Any]:
+    shown = view.model_dump(mode="json", exclude={"problem"})
+    for rule in shown["rules"]:
+        rule["id"] = rule_id(rule["pattern"])
+    return {"object": "host_policy", **shown}
 
 
 def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
@@ -83,7 +107,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         answer = await ask(ctx.bus(), command, SecretAnswer, timeout=TIMEOUT_S)
         _raise(answer.problem, field)
         assert answer.secret is not None
-        return _show(answer.secret)
+        return _show(answer.secret, command.account)
 
     @router.post("/secrets", status_code=201)
     async def create_secret(
@@ -113,10 +137,21 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             lambda: put(command, "name"),
         )
 
+    async def named(caller: Principal, name_or_id: str) -> str:
+        """The secret's name, given its name or its ``sec_…`` id (404 when neither)."""
+        if not SECRET_ID.match(name_or_id):
+            return name_or_id
+        for secret in (await read(caller, None)).secrets:
+            if secret_id(caller.account, secret.name) == name_or_id:
+                return secret.name
+        raise ProblemError(404, "secret not found", f"no secret {name_or_id!r}", field="name")
+
     @router.patch("/secrets/{name}")
     async def update_secret(name: str, body: SecretPatch, caller: Caller) -> dict[str, Any]:
-        """Rotate: new runs get the new value, running runs keep the one they started with."""
+        """Rotate: new runs get the new value, running runs keep the one they started with.
+        ``name`` may be the secret's name or its id."""
         caller.require("secrets:write")
+        name = await named(caller, name)
         await read(caller, name)
         return await put(
             PutSecret(
@@ -143,18 +178,20 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def list_secrets(caller: Caller) -> dict[str, Any]:
         caller.require("secrets:read")
         answer = await read(caller, None)
-        return {"object": "list", "data": [_show(s) for s in answer.secrets]}
+        return {"object": "list", "data": [_show(s, caller.account) for s in answer.secrets]}
 
     @router.get("/secrets/{name}")
     async def get_secret(name: str, caller: Caller) -> dict[str, Any]:
+        """One secret (a masked preview, never the value), by name or id."""
         caller.require("secrets:read")
-        answer = await read(caller, name)
+        answer = await read(caller, await named(caller, name))
         assert answer.secret is not None
-        return _show(answer.secret)
+        return _show(answer.secret, caller.account)
 
     @router.delete("/secrets/{name}")
     async def delete_secret(name: str, caller: Caller) -> dict[str, Any]:
         caller.require("secrets:write")
+        name = await named(caller, name)
         answer = await ask(
             ctx.bus(),
             DeleteSecret(account=caller.account, name=name),
@@ -167,9 +204,22 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     @router.get("/host-policy")
     async def host_policy(caller: Caller) -> dict[str, Any]:
         caller.require("secrets:read")
+        return _policy(await read_policy(caller))
+
+    async def read_policy(caller: Principal) -> HostPolicyView:
         view = await ask(ctx.bus(), ReadHostPolicy(account=caller.account), HostPolicyView)
         _raise(view.problem)
-        return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
+        return view
+
+    async def patterns(caller: Principal, entries: list[str]) -> list[str]:
+        """``remove`` names rules by pattern or by ``hpr_…`` id."""
+        if not any(RULE_ID.match(e) for e in entries):
+            return entries
+        by_id = {rule_id(r.pattern): r.pattern for r in (await read_policy(caller)).rules}
+        unknown = [e for e in entries if RULE_ID.match(e) and e not in by_id]
+        if unknown:
+            raise ProblemError(404, "rule not found", f"no rule {unknown[0]!r}", field="remove")
+        return [by_id.get(e, e) for e in entries]
 
     @router.patch("/host-policy")
     async def update_host_policy(
@@ -189,14 +239,14 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                     account=caller.account,
                     default_mode=body.default_mode,
                     upsert=body.add,
-                    remove=body.remove,
+                    remove=await patterns(caller, body.remove),
                     starter_pack=body.starter_pack,
                 ),
                 HostPolicyView,
                 timeout=TIMEOUT_S,
             )
             _raise(view.problem, "remove")
-            return {"object": "host_policy", **view.model_dump(mode="json", exclude={"problem"})}
+            return _policy(view)
 
         return await answer_once(
             ctx,

@@ -1,4 +1,5 @@
-"""``run publish``, ``run kill`` and ``run delete``: change what a run is."""
+"""``run publish``, ``run halt`` / ``kill``, ``run pause`` / ``resume``, ``run review``
+and ``run delete``: change what a run is or does."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..._common import (
 )
 from ._group import RunId, Visibility, run_app
 
-__all__ = ["delete", "kill", "publish"]
+__all__ = ["delete", "halt", "kill", "pause", "publish", "resume", "review"]
 
 
 @run_app.command("publish")
@@ -68,20 +69,61 @@ def _visibility_unsupported(exc: APIStatusError) -> bool:
     return "visibility" in fields or (exc.field == "visibility" and unknown)
 
 
-@run_app.command("kill")
+Reason = Annotated[str | None, typer.Option(help="Why, for the run's log.", show_default=False)]
+
+
+@run_app.command("halt")
 @handle_errors
-def kill(
-    run_id: RunId,
-    reason: Annotated[
-        str | None, typer.Option(help="Why, for the run's log.", show_default=False)
-    ] = None,
-    output: OutputOption = None,
-) -> None:
+def halt(run_id: RunId, reason: Reason = None, output: OutputOption = None) -> None:
     """Stop a run. It stays readable: its log, tasks so far and cost remain."""
     fmt = output_format(output)
     with get_client() as bw:
         halted = bw.runs.halt(resolve_run_id(bw, run_id), reason)
     emit(dump(halted), fmt, table=lambda: typer.echo(f"stopping run {halted.id}"))
+
+
+@run_app.command("kill")
+@handle_errors
+def kill(run_id: RunId, reason: Reason = None, output: OutputOption = None) -> None:
+    """Stop a run (the same as `run halt`)."""
+    halt(run_id, reason, output)
+
+
+@run_app.command("pause")
+@handle_errors
+def pause(run_id: RunId, reason: Reason = None, output: OutputOption = None) -> None:
+    """Park a run where it is; `benchwright run resume` carries it on."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        paused = bw.runs.halt(resolve_run_id(bw, run_id), reason, pause=True)
+    emit(dump(paused), fmt, table=lambda: typer.echo(f"pausing run {paused.id}"))
+
+
+@run_app.command("resume")
+@handle_errors
+def resume(run_id: RunId, output: OutputOption = None) -> None:
+    """Carry on a paused run from where it stopped."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        resumed = bw.runs.resume(resolve_run_id(bw, run_id))
+    emit(dump(resumed), fmt, table=lambda: typer.echo(f"resuming run {resumed.id}"))
+
+
+@run_app.command("review")
+@handle_errors
+def review(
+    run_id: RunId,
+    answer: Annotated[
+        str,
+        typer.Argument(help="Your answer to the review the run waits on; it guides the Driver."),
+    ],
+    output: OutputOption = None,
+) -> None:
+    """Answer a run parked for review, and let it go on."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        updated = bw.runs.update(resolve_run_id(bw, run_id), review_resolution=answer)
+    emit(dump(updated), fmt, table=lambda: typer.echo(f"answered the review of run {updated.id}"))
 
 
 @run_app.command("delete")
