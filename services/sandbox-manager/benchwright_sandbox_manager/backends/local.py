@@ -67,6 +67,9 @@ class LocalBackend:
         self.limits = SandboxLimits.from_settings(self.settings)
         self.bubblewrap = Bubblewrap(self.settings, BASE_ENV)
         self._procs: dict[str, set[asyncio.subprocess.Process]] = {}
+        # Sandboxes killed: a command whose start was under way when the kill came
+        # is registered after it, and must go too (seen under load: it lived on).
+        self._killed: set[str] = set()
         self._probe_lock = asyncio.Lock()
         self._probed = False
         self._refusal: str | None = None
@@ -179,6 +182,7 @@ class LocalBackend:
 
     # -- files --------------------------------------------------------------------
     async def _make(self, sandbox_id: str) -> None:
+        self._killed.discard(sandbox_id)
         path = self._dir(sandbox_id)
         await asyncio.to_thread(path.mkdir, parents=True)
         self._own(path, sandbox_id)
@@ -243,6 +247,8 @@ class LocalBackend:
                 sandbox_id, workdir, command, env, limits=limits, stdin=stdin
             )
         self._procs.setdefault(sandbox_id, set()).add(proc)
+        if sandbox_id in self._killed:
+            kill_group(proc)
         return proc
 
     async def _start_command(
@@ -390,6 +396,7 @@ class LocalBackend:
 
     # -- the end --------------------------------------------------------------------
     async def kill(self, sandbox_id: str) -> None:
+        self._killed.add(sandbox_id)
         for proc in self._procs.pop(sandbox_id, set()):
             kill_group(proc)
         await self.bubblewrap.drop(sandbox_id)
