@@ -13,9 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.errors import raise_for
 from benchwright_shared.bus import ask
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.billing import (
     BalanceView,
     BillingControls,
@@ -44,18 +43,6 @@ class TopupIn(BaseModel):
     idempotency_key: str | None = Field(default=None, max_length=255)
 
 
-def _raise(problem: Problem | None) -> None:
-    if problem is not None:
-        code = (problem.extra or {}).get("code")
-        raise ProblemError(
-            problem.status,
-            problem.title,
-            problem.detail,
-            field=problem.field,
-            code=str(code) if code else None,
-        )
-
-
 def _balance(view: BalanceView) -> dict[str, Any]:
     return {"object": "balance", **view.model_dump(mode="json", exclude={"problem"})}
 
@@ -82,7 +69,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         changes = body.model_dump(exclude_unset=True)
         command = UpdateBillingControls(account=caller.account, changes=changes)
         view = await ask(ctx.bus(), command, BalanceView, timeout=TIMEOUT_S)
-        _raise(view.problem)
+        raise_for(view.problem)
         return _balance(view)
 
     @router.post("/topups", status_code=201)
@@ -100,7 +87,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             idempotency_key=idempotency_key or body.idempotency_key,
         )
         view = await ask(ctx.bus(), command, TopupView, timeout=TIMEOUT_S)
-        _raise(view.problem)
+        raise_for(view.problem)
         return _topup(view)
 
     @router.get("/topups/{topup_id}")
@@ -108,7 +95,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require("billing:read")
         query = ReadTopup(account=caller.account, topup_id=topup_id)
         view = await ask(ctx.bus(), query, TopupView, timeout=TIMEOUT_S)
-        _raise(view.problem)
+        raise_for(view.problem)
         return _topup(view)
 
     @router.get("/transactions")
@@ -124,7 +111,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             account=caller.account, kind=kind, limit=limit, page_token=page_token
         )
         page = await ask(ctx.bus(), query, TransactionsPage, timeout=TIMEOUT_S)
-        _raise(page.problem)
+        raise_for(page.problem)
         return {
             "object": "list",
             "data": [t.model_dump(mode="json") for t in page.data],
@@ -158,7 +145,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require("billing:read")
         query = ExportBilling(account=caller.account, type=type)
         found = await ask(ctx.bus(), query, BillingExport, timeout=TIMEOUT_S)
-        _raise(found.problem)
+        raise_for(found.problem)
         return Response(
             found.csv,
             media_type="text/csv",

@@ -11,6 +11,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from benchwright_shared.contracts.base import Problem
+
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,19 @@ class ProblemError(Exception):
         self.field = field
         self.code = code
         self.headers = headers
+
+
+def raise_for(problem: Problem | None) -> None:
+    """Raise a service's answered problem as this API's, its ``code`` included."""
+    if problem is not None:
+        code = (problem.extra or {}).get("code")
+        raise ProblemError(
+            problem.status,
+            problem.title,
+            problem.detail,
+            field=problem.field,
+            code=str(code) if code else None,
+        )
 
 
 def problem_response(

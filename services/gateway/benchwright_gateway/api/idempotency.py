@@ -12,6 +12,17 @@ from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.domain import body_fingerprint
 
 
+def key_reused() -> ProblemError:
+    """409: the key came before with another body (launches and the operations here)."""
+    return ProblemError(
+        409,
+        "idempotency key reused",
+        "this Idempotency-Key was used for a different request body",
+        field="Idempotency-Key",
+        code="idempotency_key_reused",
+    )
+
+
 async def answer_once(
     ctx: GatewayContext,
     caller: Principal,
@@ -38,13 +49,7 @@ async def answer_once(
         if earlier.body_sha256 == fingerprint:
             return answer
     if earlier.body_sha256 != fingerprint:
-        raise ProblemError(
-            409,
-            "idempotency key reused",
-            "this Idempotency-Key was used for a different request body",
-            field="Idempotency-Key",
-            code="idempotency_key_reused",
-        )
+        raise key_reused()
     response.status_code = 200
     first: dict[str, Any] = earlier.answer
     return first

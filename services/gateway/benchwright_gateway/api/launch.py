@@ -21,6 +21,7 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.idempotency import key_reused
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
 from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
 from benchwright_gateway.api.render import run_etag
@@ -110,13 +111,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         run_id: str, stored: str, fingerprint: str, response: Response
     ) -> dict[str, Any]:
         if stored != fingerprint:
-            raise ProblemError(
-                409,
-                "idempotency key reused",
-                "this Idempotency-Key was used for a different request body",
-                field="Idempotency-Key",
-                code="idempotency_key_reused",
-            )
+            raise key_reused()
         response.status_code = 200
         row = await ctx.read(views.get_run, run_id)
         if row is None:

@@ -20,12 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.errors import ProblemError, raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.models import TrialsIn
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.registry import (
     AppendTasks,
@@ -128,18 +127,6 @@ class ImplPatch(BaseModel):
     official: StrictBool | None = None
 
 
-def _raise(problem: Problem | None) -> None:
-    if problem is not None:
-        code = (problem.extra or {}).get("code")
-        raise ProblemError(
-            problem.status,
-            problem.title,
-            problem.detail,
-            field=problem.field,
-            code=str(code) if code else None,
-        )
-
-
 def _show(kind: str, view: BaseModel | None) -> dict[str, Any]:
     assert view is not None
     return {"object": kind, **view.model_dump(mode="json")}
@@ -179,7 +166,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
 
     async def registry(request: Contract) -> RegistryAnswer:
         answer = await ask(ctx.bus(), request, RegistryAnswer, timeout=TIMEOUT_S)
-        _raise(answer.problem)
+        raise_for(answer.problem)
         return answer
 
     async def bucket() -> ObjectStore:

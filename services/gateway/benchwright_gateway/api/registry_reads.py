@@ -22,10 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.errors import ProblemError, raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_shared.bus import ask
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.registry import RegistryAnswer
 from benchwright_shared.contracts.registry_reads import (
     CompareImpl,
@@ -64,18 +63,6 @@ class ImplFromRunIn(BaseModel):
     description: str = Field(default="", max_length=2000)
 
 
-def _raise(problem: Problem | None) -> None:
-    if problem is not None:
-        code = (problem.extra or {}).get("code")
-        raise ProblemError(
-            problem.status,
-            problem.title,
-            problem.detail,
-            field=problem.field,
-            code=str(code) if code else None,
-        )
-
-
 def _run(run: RegistryRun) -> dict[str, Any]:
     return {"object": "registry_run", **run.model_dump(mode="json")}
 
@@ -86,7 +73,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
 
     async def registry[T: BaseModel](query: BaseModel, answer: type[T]) -> T:
         found = await ask(ctx.bus(), query, answer, timeout=TIMEOUT_S)
-        _raise(getattr(found, "problem", None))
+        raise_for(getattr(found, "problem", None))
         return found
 
     async def run_list(query: ListRegistryRuns) -> dict[str, Any]:
