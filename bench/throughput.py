@@ -60,6 +60,7 @@ from benchwright_shared.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SERVER = ROOT / "tests/support/fake_openai.py"
 BENCH_TASK = ROOT / "services/sandbox-manager/benchwright_sandbox_manager/runtime/bench_task.py"
+MATH_SCORER = ROOT / "shared/benchwright_shared/scorers/math.py"
 
 
 def load_file(name: str, path: Path) -> ModuleType:
@@ -105,7 +106,7 @@ def gsm8k_prompts(n: int) -> list[str]:
     # The scorer imports ``bench_task``, which only the sandbox has on its path.
     if "bench_task" not in sys.modules:
         load_file("bench_task", BENCH_TASK)
-    from benchwright_registry.impls.gsm8k_math import build_prompt
+    build_prompt = load_file("bw_bench_math_scorer", MATH_SCORER).build_prompt
 
     rows = load_gsm8k_test()
     return [build_prompt(rows[i % len(rows)]["input"]["question"]) for i in range(n)]

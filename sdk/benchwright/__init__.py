@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         TaskPayload,
         TaskRow,
         TaskSummary,
+        TrialResult,
     )
     from .resources.webhooks import (
         Webhook,
@@ -92,6 +93,7 @@ _LAZY: dict[str, str] = {
     "TaskPayload": "._models",
     "TaskRow": "._models",
     "TaskSummary": "._models",
+    "TrialResult": "._models",
     "Webhook": ".resources.webhooks",
     "WebhookDelivery": ".resources.webhooks",
     "WebhookEvent": ".resources.webhooks",
@@ -143,6 +145,7 @@ __all__ = [
     "TaskPayload",
     "TaskRow",
     "TaskSummary",
+    "TrialResult",
     "UnprocessableEntityError",
     "WaitTimeoutError",
     "Webhook",

@@ -57,6 +57,7 @@ class AsyncHTTP(BaseHTTP):
         headers: Mapping[str, str] | None = None,
         retry_safe: bool | None = None,
         raw: bool = False,
+        timeout: float | None = None,
     ) -> Any:
         """Send a request and return its decoded JSON body (or bytes with ``raw``);
         see ``SyncHTTP.request``."""
@@ -68,7 +69,12 @@ class AsyncHTTP(BaseHTTP):
         while True:
             try:
                 response = await self._client.request(
-                    method, url, params=query, json=json, headers=merged, timeout=self.timeout
+                    method,
+                    url,
+                    params=query,
+                    json=json,
+                    headers=merged,
+                    timeout=self.timeout if timeout is None else timeout,
                 )
             except httpx.TransportError as exc:
                 if self.should_retry_transport(attempt, exc, safe):

@@ -60,6 +60,8 @@ class Call[T]:
     headers: Mapping[str, str] | None = None
     retry_safe: bool | None = None
     raw: bool = False
+    # Seconds for this request alone (each attempt), instead of the client's timeout.
+    timeout: float | None = None
 
     def options(self) -> dict[str, Any]:
         """The keyword arguments of ``request`` this call sets."""
@@ -69,6 +71,7 @@ class Call[T]:
             "headers": self.headers,
             "retry_safe": self.retry_safe,
             "raw": self.raw,
+            "timeout": self.timeout,
         }
 
 
@@ -192,6 +195,7 @@ class SyncHTTP(BaseHTTP):
         headers: Mapping[str, str] | None = None,
         retry_safe: bool | None = None,
         raw: bool = False,
+        timeout: float | None = None,
     ) -> Any:
         """Send a request and return its decoded JSON body (``None`` when empty), or
         with ``raw`` the body's bytes (a CSV export, an HTML report).
@@ -208,7 +212,12 @@ class SyncHTTP(BaseHTTP):
         while True:
             try:
                 response = self._client.request(
-                    method, url, params=query, json=json, headers=merged, timeout=self.timeout
+                    method,
+                    url,
+                    params=query,
+                    json=json,
+                    headers=merged,
+                    timeout=self.timeout if timeout is None else timeout,
                 )
             except httpx.TransportError as exc:
                 if self.should_retry_transport(attempt, exc, safe):

@@ -25,6 +25,7 @@ __all__ = [
     "AttrDict",
     "BenchmarkRef",
     "EventList",
+    "LLMSpend",
     "Money",
     "ProjectionRebuild",
     "Run",
@@ -38,6 +39,7 @@ __all__ = [
     "TaskPayload",
     "TaskRow",
     "TaskSummary",
+    "TrialResult",
 ]
 
 
@@ -78,20 +80,38 @@ class _Model(BaseModel):
 
 
 class Money(_Model):
-    """An amount of money in minor units."""
+    """An amount of money in minor units; a run's costs also carry ``amount_usd``,
+    exact where the cents are rounded."""
 
     amount_cents: int = 0
     currency: str = "USD"
+    amount_usd: float | None = None
+
+
+class LLMSpend(Money):
+    """What an LLM cost, with how many calls and tokens it took."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class RunCost(_Model):
-    """A run's cost, broken down by what incurred it."""
+    """A run's cost, broken down by what incurred it (concepts §9).
 
-    model: Money | None = None
+    ``incurred`` is model + sandbox + driver + narration; ``billed`` the platform's
+    part (sandbox, driver, narration) with the markup. ``proxy_linger`` (model calls
+    that finished after the run's key was revoked) is in neither total: add it for
+    an all-in figure, using ``amount_usd`` (a linger is routinely sub-cent).
+    """
+
+    model: LLMSpend | None = None
     sandbox: Money | None = None
     driver: Money | None = None
+    narration: LLMSpend | None = None
     incurred: Money | None = None
     billed: Money | None = None
+    proxy_linger: LLMSpend | None = None
 
 
 class SutRef(_Model):
@@ -119,6 +139,9 @@ class BenchmarkRef(_Model):
 
     id: str | None = None
     name: str | None = None
+    # What the request named, when the catalog lacked it and the request allowed
+    # this benchmark in its place ("Run MMLU Pro ..., or the nearest benchmark").
+    substituted_for: str | None = None
 
 
 class SubsetRef(_Model):
@@ -168,12 +191,16 @@ class Run(_Model):
     visibility: str | None = None
     # For ``runs.update(if_match=...)``: changes whenever the run's log grows.
     etag: str | None = None
+    # The seq of the last log entry this view of the run includes.
+    last_seq: int | None = None
     compute: str | None = None
     backend: str | None = None
     metadata: AttrDict | None = None
     # The run this one was replayed or forked from.
     derived_from: str | None = None
     fingerprint: str | None = None
+    # How many tasks the run chose to run (None until it has chosen).
+    selected_tasks: int | None = None
     trials: AttrDict | None = None
     limits: AttrDict | None = None
     created_at: datetime | None = None
@@ -255,31 +282,61 @@ class TaskSummary(_Model):
     duration_ms_p95: float | None = None
 
 
+class TrialResult(_Model):
+    """One trial of a task (runs launched with ``trials``): its own score and outcome.
+
+    In a task list it carries ``output_preview``; in a payload the whole ``output``,
+    ``score_meta`` and ``error``.
+    """
+
+    trial: int
+    score: float | None = None
+    outcome: str | None = None
+    error_type: str | None = None
+    duration_ms: int | None = None
+    output_preview: str | None = None
+    output: Any = None
+    score_meta: AttrDict = Field(default_factory=AttrDict)
+    error: Any = None
+
+
 class TaskRow(_Model):
-    """A slim per-task result; the full input/output lives behind ``TaskList.payload``."""
+    """A slim per-task result; the full input/output lives behind ``TaskList.payload``.
+
+    ``score`` and ``outcome`` are the task's aggregate over its trials, ``trials``
+    each trial's own result (filled for runs launched with ``trials``). ``version``
+    is the Materialize invocation the row belongs to.
+    """
 
     id: str
+    object: str = "task"
     task_id: str
     index: int | None = None
     invocation: int | None = None
+    version: int | None = None
     score: float | None = None
     outcome: str | None = None
     output_preview: str | None = None
     error_type: str | None = None
     duration_ms: int | None = None
+    trials: list[TrialResult] = Field(default_factory=list)
 
 
 class TaskPayload(_Model):
-    """A task's full input, expected answer, model output and scoring detail."""
+    """A task's full input, expected answer, model output and scoring detail, and
+    every trial's result in ``trials``."""
 
     id: str
+    object: str = "task_payload"
     task_id: str
     input: Any = None
     expected: Any = None
     output: Any = None
     score: float | None = None
+    outcome: str | None = None
     score_meta: AttrDict = Field(default_factory=AttrDict)
     error: Any = None
+    trials: list[TrialResult] = Field(default_factory=list)
 
 
 class _TaskPage(_Model):
@@ -287,6 +344,11 @@ class _TaskPage(_Model):
     summary: TaskSummary = Field(default_factory=TaskSummary)
     data: list[TaskRow] = Field(default_factory=list)
     next_page_token: str | None = None
+    # The Materialize invocation listed (``summary`` covers the same one), every
+    # invocation the run has rows for, and the order asked for.
+    version: int | None = None
+    versions: list[int] = Field(default_factory=list)
+    sort: str | None = None
 
 
 class TaskList(_TaskPage):
@@ -349,6 +411,8 @@ class ProjectionRebuild(_Model):
     applied: int
     digest: str | None = None
     before_digest: str | None = None
+    # Messages the replay could not apply and set aside (``/parked`` lists them).
+    parked: int = 0
 
     @property
     def unchanged(self) -> bool:

@@ -21,10 +21,11 @@ the owner's (or an admin's); anyone else gets :class:`~benchwright.NotFoundError
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field
+
+from benchwright_shared.contracts import build as views
 
 from ._async_http import AsyncHTTP
 from ._http import SyncHTTP
@@ -34,44 +35,26 @@ from .resources._common import parse, path_id
 __all__ = ["AsyncBuild", "Build", "BuiltSubset", "RecipeEdit"]
 
 
-class RecipeEdit(_Model):
+# The registry's views (``benchwright_shared.contracts.build``) with the SDK's additions
+# on top, as in ``registry._models``: extra fields kept, ``object``, AttrDicts, open ``str``
+# enumerations, the SDK's nested models.
+class RecipeEdit(views.RecipeEdit, _Model):
     """One entry of a BUILT subset's history: what changed, the note, the ids it made."""
 
-    at: datetime
-    kind: str
-    note: str = ""
-    by: str
-    subset_id: str
-    impl_id: str
+    kind: str  # type: ignore[assignment]
     changes: AttrDict = Field(default_factory=AttrDict)
-    from_subset_id: str | None = None
-    upserted: int = 0
-    removed: int = 0
 
 
-class BuiltSubset(_Model):
+class BuiltSubset(views.BuiltSubsetView, _Model):
     """A BUILT subset: its recipe (``config``), the impl generated from it, its history.
 
     ``changed`` is set on an edit's answer: False when the edit changed nothing.
     """
 
     object: str = "built_subset"
-    subset_id: str
-    benchmark_id: str
-    slug: str
-    name: str = ""
-    owner: str
-    task_count: int = 0
-    content_sha256: str = ""
     config: AttrDict
-    impl_id: str
     default_trials: AttrDict
-    retired: bool = False
-    successor_id: str | None = None
-    predecessor_id: str | None = None
-    history: list[RecipeEdit] = Field(default_factory=list)
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
+    history: list[RecipeEdit] = Field(default_factory=list)  # type: ignore[assignment]
     changed: bool | None = None
 
     @property

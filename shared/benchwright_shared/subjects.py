@@ -48,6 +48,9 @@ PROXY_EVENTS: Final = "bw.evt.proxy.>"
 MODEL_ATTACHED: Final = "bw.evt.proxy.model_attached.v1"
 MODEL_USAGE_RECORDED: Final = "bw.evt.proxy.model_usage.v1"
 DRIVER_USAGE_RECORDED: Final = "bw.evt.orchestrator.driver_usage.v1"
+# An account's spend crossed an alert threshold, or an auto-refill was declined
+# (relayed from billing's store; the gateway's webhooks deliver it as ``billing.alert``).
+BILLING_ALERT_RAISED: Final = "bw.evt.billing.alert_raised.v1"
 
 # A run's sweep results: one subject per run and kind (``task_results``,
 # ``progress``, ``tasks_finished``), so the orchestrator driving the run reads them from the
@@ -153,6 +156,7 @@ READ_TOPUP: Final = "bw.q.billing.topups.read.v1"
 LIST_TRANSACTIONS: Final = "bw.q.billing.transactions.list.v1"
 READ_USAGE_TREND: Final = "bw.q.billing.usage_trend.v1"
 EXPORT_BILLING: Final = "bw.q.billing.export.v1"
+LIST_BILLING_ALERTS: Final = "bw.q.billing.alerts.list.v1"
 
 # Registry reads over runs (request/reply): leaderboards, listings, comparisons,
 # task ranges, impls frozen from a run, and the phase-cache index the orchestrator asks.

@@ -7,12 +7,12 @@ import pytest
 from benchwright_billing.domain import (
     MICROS_PER_CENT,
     BillingAccount,
-    BillingError,
     billed_micros,
     cents,
     headroom_problem,
     merge_controls,
 )
+from benchwright_shared.refusal import Refused
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -26,7 +26,7 @@ def test_a_top_up_credits_once_per_idempotency_key() -> None:
     account.top_up("top_3", 100, "hosted", None, NOW)
     assert account.credits_micros == 2_600 * MICROS_PER_CENT
     for bad in (0, 99, 10_000_001):
-        with pytest.raises(BillingError) as refused:
+        with pytest.raises(Refused) as refused:
             account.top_up("top_x", bad, "hosted", None, NOW)
         assert refused.value.field == "amount_cents"
 
@@ -42,7 +42,7 @@ def test_controls_merge_and_refuse_what_cannot_hold() -> None:
         ({"colour": "red"}, False, "colour"),
     ]
     for changes, payments, field in refusals:
-        with pytest.raises(BillingError) as refused:
+        with pytest.raises(Refused) as refused:
             merge_controls({}, changes, payments=payments)
         assert refused.value.field == field
     full = {

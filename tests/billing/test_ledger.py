@@ -59,3 +59,32 @@ def test_usage_windows_and_sandbox_kills_add_up_once(tmp_path: Path) -> None:
         assert totals["sandbox_micros"] == 7
     finally:
         store.close()
+
+
+def test_a_lingering_call_is_its_own_line_and_narration_is_counted_when_it_spends(
+    tmp_path: Path,
+) -> None:
+    store = ProjectionStore(Settings(data_dir=tmp_path), "billing", [LedgerProjection()])
+    try:
+        totals = store.read(lambda cur: run_cost(cur, "r1"))
+        # Nothing spent yet, and nothing narrated: every key is there, at zero.
+        assert totals["narration_micros"] == totals["narration_calls"] == 0
+        assert totals["proxy_linger_micros"] == totals["proxy_linger_calls"] == 0
+        store.apply_many(
+            "ledger",
+            [
+                (1, usage("u1", 3, 300)),
+                # Finished after the run's key was revoked: not the run's model spend.
+                (2, {**usage("u2", 1, 2), "source": "proxy_linger"}),
+                (3, {**usage("n1", 1, 90), "source": "narration"}),
+            ],
+        )
+        totals = store.read(lambda cur: run_cost(cur, "r1"))
+        assert (totals["model_calls"], totals["model_micros"]) == (3, 300)
+        assert (totals["proxy_linger_calls"], totals["proxy_linger_micros"]) == (1, 2)
+        assert totals["proxy_linger_prompt_tokens"] == 10
+        assert totals["proxy_linger_completion_tokens"] == 1
+        assert (totals["narration_calls"], totals["narration_micros"]) == (1, 90)
+        assert totals["prompt_tokens"] == 30
+    finally:
+        store.close()

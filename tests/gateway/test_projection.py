@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from benchwright_gateway import projections as views
-from benchwright_gateway.api.render import render_task
 from benchwright_gateway.projections import RunsProjection
+from benchwright_gateway.render import render_task
 from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.settings import Settings
 from tests.conftest import machine_database_url, reset_postgres

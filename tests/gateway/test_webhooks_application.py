@@ -8,8 +8,9 @@ from cryptography.fernet import Fernet
 
 from benchwright_gateway.webhooks.application import Outcome, WebhooksApplication
 from benchwright_gateway.webhooks.crypto import Sealer
-from benchwright_gateway.webhooks.domain import FAILED, PENDING, SUCCEEDED, WebhookError
+from benchwright_gateway.webhooks.domain import FAILED, PENDING, SUCCEEDED
 from benchwright_gateway.webhooks.settings import WebhookSettings
+from benchwright_shared.refusal import Refused
 
 URL = "https://ci.example.com/hooks/bw"
 
@@ -60,9 +61,9 @@ def test_the_signing_secret_is_returned_once_and_stored_only_sealed(
 def test_another_accounts_endpoint_is_missing(app: WebhooksApplication) -> None:
     made = register(app)
     whk = made.endpoint.endpoint_id
-    with pytest.raises(WebhookError) as theirs:
+    with pytest.raises(Refused) as theirs:
         app.endpoint("acct_b", whk)
-    with pytest.raises(WebhookError) as nothing:
+    with pytest.raises(Refused) as nothing:
         app.endpoint("acct_b", "whk_" + "0" * 24)
     assert theirs.value.status == nothing.value.status == 404
     assert theirs.value.detail.replace(whk, "X") == nothing.value.detail.replace(
@@ -77,7 +78,7 @@ def test_an_idempotency_key_replays_the_registration(app: WebhooksApplication) -
     again = register(app, idempotency_key="k1")
     assert again.replayed and again.endpoint.endpoint_id == first.endpoint.endpoint_id
     assert again.secret == first.secret
-    with pytest.raises(WebhookError) as reused:
+    with pytest.raises(Refused) as reused:
         register(app, idempotency_key="k1", description="another body")
     assert reused.value.status == 409 and reused.value.field == "Idempotency-Key"
     assert len(app.endpoints("acct_a")) == 1
@@ -91,12 +92,12 @@ def test_bad_registrations_name_the_field(app: WebhooksApplication) -> None:
         ({"events": ["run.started"]}, "events"),
         ({"events": []}, "events"),
     ):
-        with pytest.raises(WebhookError) as refused:
+        with pytest.raises(Refused) as refused:
             register(app, **kw)
         assert refused.value.status == 400 and refused.value.field == field
     for _ in range(3):
         register(app)
-    with pytest.raises(WebhookError) as full:
+    with pytest.raises(Refused) as full:
         register(app)
     assert full.value.status == 409 and full.value.code == "webhook_limit"
 
@@ -168,15 +169,15 @@ def test_attempts_are_claimed_recorded_and_retried(app: WebhooksApplication) -> 
     assert [d.delivery_id for d in page] == [whd] and token is None
     assert [a["status_code"] for a in page[0].attempts] == [500, 204]
     assert app.deliveries("acct_a", whk, status=FAILED, limit=10, after=None)[0] == []
-    with pytest.raises(WebhookError):
+    with pytest.raises(Refused):
         app.deliveries("acct_b", whk, status=None, limit=10, after=None)
     # A manual retry sends it again.
     again = app.requeue("acct_a", whk, whd, now=200)
     assert again.status == PENDING and app.outbox_state()[1] == {whd: 200}
-    with pytest.raises(WebhookError) as pending:
+    with pytest.raises(Refused) as pending:
         app.requeue("acct_a", whk, whd, now=201)
     assert pending.value.status == 409
-    with pytest.raises(WebhookError) as missing:
+    with pytest.raises(Refused) as missing:
         app.requeue("acct_a", whk, "whd_nope", now=201)
     assert missing.value.status == 404 and missing.value.field == "delivery_id"
 
@@ -203,7 +204,7 @@ def test_a_deleted_endpoint_gives_up_its_pending_deliveries(app: WebhooksApplica
     assert delivery is not None and delivery.status == FAILED
     assert delivery.attempts[-1]["error"] == "the webhook was deleted"
     assert app.outbox_state() == ({}, {})
-    with pytest.raises(WebhookError):
+    with pytest.raises(Refused):
         app.endpoint("acct_a", whk)
 
 

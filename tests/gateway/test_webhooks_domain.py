@@ -19,7 +19,6 @@ from benchwright_gateway.webhooks.domain import (
     Delivery,
     Endpoint,
     RetryPolicy,
-    WebhookError,
     delivery_id_for,
     event_id_for,
     event_type_for,
@@ -27,6 +26,7 @@ from benchwright_gateway.webhooks.domain import (
     signature_header,
     url_problem,
 )
+from benchwright_shared.refusal import Refused
 
 SECRET = "whsec_test-secret-0123456789"
 
@@ -161,7 +161,7 @@ def test_attempts_retry_with_backoff_then_give_up() -> None:
     assert d.status == PENDING
     d.finish_attempt(at=2001, status_code=204, duration_ms=5, error=None, policy=policy)
     assert d.status == SUCCEEDED and d.attempts[-1]["succeeded"] is True
-    with pytest.raises(WebhookError):
+    with pytest.raises(Refused):
         delivery().requeue(1)  # a pending delivery is not requeued
 
 

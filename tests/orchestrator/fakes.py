@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from benchwright_orchestrator.application import to_run_event
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.ports import OnResults, SandboxLost, SweepEnded
 from benchwright_shared.contracts import (
@@ -254,7 +255,10 @@ class FakeStore:
 
     async def save(self, run: Run) -> None:
         self.saves += 1
-        self.saved.extend(run.collect_events())
+        events = run.collect_events()
+        for event in events:  # as the real store does: each checked as its log entry
+            to_run_event(event)
+        self.saved.extend(events)
 
     async def copy_cell(self, run: Run, source_id: str, phase: str, types: tuple[str, ...]) -> bool:
         return False

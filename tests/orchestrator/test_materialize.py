@@ -23,6 +23,7 @@ class NoDriver:
     name = "builtin"
     model = None
     note = None
+    phase_models: dict[str, str] = {}
 
     def usage(self) -> DriverUsage:
         return DriverUsage()

@@ -8,8 +8,9 @@ from cryptography.fernet import Fernet
 
 from benchwright_proxy.vault.application import VaultApplication
 from benchwright_proxy.vault.crypto import KEY_FILE, VaultKeyError, VaultSealer
-from benchwright_proxy.vault.domain import HostPolicy, Secret, VaultError, host_matches
+from benchwright_proxy.vault.domain import HostPolicy, Secret, host_matches
 from benchwright_shared.contracts.vault import HostRule, PutSecret, SecretRule, UpdateHostPolicy
+from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import eventsourcing_env
 
@@ -56,14 +57,14 @@ def test_a_rotation_gives_new_runs_the_new_value_and_old_runs_the_old(tmp_path: 
     assert v.injections("a", "evil.example", v.current_versions("a")) == []
     # Another account sees none of it.
     assert v.read("b", None) == []
-    with pytest.raises(VaultError):
+    with pytest.raises(Refused):
         v.read("b", "openrouter")
 
 
 def test_creating_twice_is_a_conflict_and_rules_allow_their_hosts(tmp_path: Path) -> None:
     v = vault(tmp_path)
     put(v, create_only=True)
-    with pytest.raises(VaultError) as caught:
+    with pytest.raises(Refused) as caught:
         put(v, create_only=True)
     assert caught.value.status == 409
     policy = v.host_policy("a")
@@ -96,7 +97,7 @@ def test_policy_updates_starter_pack_and_refusal_log(tmp_path: Path) -> None:
     )
     assert view.default_mode == "block"
     assert ("pypi.org", "allow") in [(r.pattern, r.action) for r in view.rules]
-    with pytest.raises(VaultError):
+    with pytest.raises(Refused):
         v.update_host_policy(UpdateHostPolicy(account="a", remove=["not.there"]))
     v.record_refusals("a", {("r1", "evil.example"): 3})
     v.record_refusals("a", {("r1", "evil.example"): 2, ("r2", "other.example"): 1})

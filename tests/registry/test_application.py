@@ -6,7 +6,6 @@ from benchwright_registry.application import RegistryApplication, load_builtin_c
 from benchwright_registry.catalog import builtin_catalog
 from benchwright_registry.domain import (
     Catalog,
-    ResolutionError,
     make_benchmark,
     make_subset,
     row_categories,
@@ -14,16 +13,31 @@ from benchwright_registry.domain import (
 )
 from benchwright_shared.contracts import GetSubsetRows, ListCatalog, ResolveBenchmark
 from benchwright_shared.hashing import fingerprint12
+from benchwright_shared.ids import benchmark_id_for
+from benchwright_shared.refusal import Refused
 
 # Subset ids are hashes of the rows: the same on every install of the same packages.
+# HumanEval's and BFCL v4's moved once, with their rows' shapes (decision 0028).
 PINNED_SUBSET_IDS = {
     ("GSM8K", "test"): "sub_54bb53a2cda5",
-    ("HumanEval", "test"): "sub_efbb547c5fe7",
+    ("HumanEval", "test"): "sub_f0c789585c3c",
     ("MMLU", "all"): "sub_d4c715a9a184",
     ("MMLU", "abstract_algebra"): "sub_dc7d96093405",
-    ("BFCL", "simple"): "sub_01431d680cec",
-    ("BFCL", "multiple"): "sub_8fa6aa3cd3f1",
+    ("BFCL v4", "simple"): "sub_ac8b4d46ccbe",
+    ("BFCL v4", "multiple"): "sub_9d0cbce084d0",
     ("Natural Questions (open)", "validation"): "sub_34cbc18fd30f",
+}
+# The built-in scorers' impl ids (hashes of benchwright_shared/scorers/{math,code}.py):
+# an edit to either file moves them, which decision 0028 says is to be done on purpose.
+PINNED_IMPL_IDS = {
+    ("GSM8K", "test"): "bm_449a7104-b8a8-5428-9f54-5edd32729755:f46661a459ae",
+    ("HumanEval", "test"): "bm_7acfe476-40d3-5cd7-aa58-261e010aedf6:fb73696827e1",
+}
+# The ids they had before: retired, still served to the runs made against them.
+RETIRED_SUBSET_IDS = {
+    ("HumanEval", "test"): "sub_efbb547c5fe7",
+    ("BFCL v4", "simple"): "sub_01431d680cec",
+    ("BFCL v4", "multiple"): "sub_8fa6aa3cd3f1",
 }
 
 
@@ -47,7 +61,46 @@ def test_every_subset_id_is_the_hash_of_its_rows(catalog: Catalog) -> None:
             assert subset.subset_id == f"sub_{fingerprint12(jsonl)}"
             pinned = PINNED_SUBSET_IDS.get((benchmark.name, subset.slug))
             assert pinned in (None, subset.subset_id)
-    assert len(catalog.subsets) == 1 + 1 + 58 + 4 + 1
+    for (name, slug), impl_id in PINNED_IMPL_IDS.items():
+        benchmark = next(b for b in catalog.benchmarks.values() if b.name == name)
+        subset = next(s for s in benchmark.subsets if s.slug == slug)
+        assert [i.impl_id for i in subset.impls] == [impl_id]
+    current = 1 + 1 + 58 + 4 + 1
+    retired = 1 + 4  # HumanEval's and BFCL's rows as the catalog shaped them before 0028
+    assert len(catalog.subsets) == current + retired
+
+
+def test_retired_subsets_keep_their_ids_and_rows_but_resolve_no_launch(
+    app: RegistryApplication, catalog: Catalog
+) -> None:
+    retired = {s.subset_id: s for s in catalog.subsets.values() if s.retired}
+    assert set(RETIRED_SUBSET_IDS.values()) <= set(retired)
+    assert len(retired) == 5
+    for (name, slug), old_id in RETIRED_SUBSET_IDS.items():
+        benchmark = next(b for b in catalog.benchmarks.values() if b.name == name)
+        assert old_id not in {s.subset_id for s in benchmark.subsets}
+        assert retired[old_id].benchmark_id == benchmark.benchmark_id
+        assert retired[old_id].slug == slug and retired[old_id].impls == ()
+        # A launch naming the old id is refused; its rows (a run's payloads) are served.
+        pinned = app.resolve(ResolveBenchmark(account="a", benchmark=name, subset=old_id))
+        assert pinned.problem is not None and pinned.problem.status == 404
+        page = app.subset_rows(GetSubsetRows(subset_id=old_id, limit=1))
+        assert page.problem is None and page.object_name == f"{old_id}.jsonl"
+        assert page.content_sha256 == retired[old_id].content_sha256
+    (humaneval,) = app.subset_rows(
+        GetSubsetRows(subset_id=RETIRED_SUBSET_IDS["HumanEval", "test"], limit=1)
+    ).rows
+    assert set(humaneval["input"]) == {"prompt", "entry_point"} and humaneval["expected"]["test"]
+    (bfcl,) = app.subset_rows(
+        GetSubsetRows(subset_id=RETIRED_SUBSET_IDS["BFCL v4", "simple"], limit=1)
+    ).rows
+    assert set(bfcl["input"]) == {"question", "function"}
+    assert bfcl["input"]["question"][0][0]["role"] == "user"
+
+
+def test_bfcl_v4_keeps_the_id_it_had_as_bfcl(catalog: Catalog) -> None:
+    bfcl = next(b for b in catalog.benchmarks.values() if b.name == "BFCL v4")
+    assert bfcl.benchmark_id == benchmark_id_for("BFCL")
 
 
 def test_subset_ids_are_stable_across_builds(catalog: Catalog) -> None:
@@ -60,9 +113,10 @@ def test_listing_shows_every_benchmark_subset_and_impl(app: RegistryApplication)
     listing = app.list_catalog(ListCatalog(account="acct_x"))
     assert listing.problem is None
     by_name = {b.name: b for b in listing.benchmarks}
-    assert list(by_name) == ["GSM8K", "HumanEval", "MMLU", "BFCL", "Natural Questions (open)"]
+    assert list(by_name) == ["GSM8K", "HumanEval", "MMLU", "BFCL v4", "Natural Questions (open)"]
     assert "gsm-8k" in by_name["GSM8K"].aliases
-    assert by_name["BFCL"].category == "tool-use" and "function-calling" in by_name["BFCL"].tags
+    bfcl_entry = by_name["BFCL v4"]
+    assert bfcl_entry.category == "tool-use" and "function-calling" in bfcl_entry.tags
 
     gsm8k = by_name["GSM8K"].subsets[0]
     assert (gsm8k.slug, gsm8k.task_count, gsm8k.categories) == ("test", 1319, [])
@@ -77,7 +131,7 @@ def test_listing_shows_every_benchmark_subset_and_impl(app: RegistryApplication)
     assert sum(s.task_count for s in mmlu[1:]) == 14042
     assert all(s.categories == [s.slug] for s in mmlu[1:])
 
-    bfcl = by_name["BFCL"].subsets
+    bfcl = by_name["BFCL v4"].subsets
     assert {s.slug: s.task_count for s in bfcl} == {
         "simple": 400,
         "multiple": 200,
@@ -88,7 +142,7 @@ def test_listing_shows_every_benchmark_subset_and_impl(app: RegistryApplication)
 
     (nq,) = by_name["Natural Questions (open)"].subsets
     assert (nq.slug, nq.task_count, nq.categories) == ("validation", 1000, [])
-    for name in ("MMLU", "BFCL", "Natural Questions (open)"):
+    for name in ("MMLU", "BFCL v4", "Natural Questions (open)"):
         assert all(s.official_impl_id is None for s in by_name[name].subsets)
     for entry in listing.benchmarks:
         for subset in entry.subsets:
@@ -102,10 +156,10 @@ def test_listing_shows_every_benchmark_subset_and_impl(app: RegistryApplication)
     [
         ("mmlu", "MMLU", "all"),
         ("Massive Multitask Language Understanding", "MMLU", "all"),
-        ("BFCL", "BFCL", "simple"),
-        ("bfcl v4", "BFCL", "simple"),
-        ("Berkeley Function Calling", "BFCL", "simple"),
-        ("  function calling ", "BFCL", "simple"),
+        ("BFCL", "BFCL v4", "simple"),
+        ("bfcl v4", "BFCL v4", "simple"),
+        ("Berkeley Function Calling", "BFCL v4", "simple"),
+        ("  function calling ", "BFCL v4", "simple"),
         ("Natural Questions (open)", "Natural Questions (open)", "validation"),
         ("nq", "Natural Questions (open)", "validation"),
         ("NQ-Open", "Natural Questions (open)", "validation"),
@@ -179,6 +233,6 @@ def test_an_alias_may_not_name_two_benchmarks() -> None:
 
 def test_a_benchmark_found_by_alias_without_subsets_is_409() -> None:
     bare = make_benchmark("Bare", "", "", (), "", aliases=("b",))
-    with pytest.raises(ResolutionError) as caught:
+    with pytest.raises(Refused) as caught:
         Catalog([bare]).resolve("B")
     assert caught.value.status == 409

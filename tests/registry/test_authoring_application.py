@@ -12,7 +12,6 @@ from benchwright_registry.application import (
     builtin_rows,
 )
 from benchwright_registry.domain import (
-    AuthoringError,
     Benchmark,
     Catalog,
     make_benchmark,
@@ -33,6 +32,7 @@ from benchwright_shared.contracts.registry import (
 )
 from benchwright_shared.ids import impl_id_for
 from benchwright_shared.projection import ProjectionStore, ViewCursor
+from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import eventsourcing_env
 from tests.conftest import machine_database_url, reset_postgres
@@ -129,7 +129,7 @@ def new_subset(
     return r.authoring.create_subset(command, task_rows)
 
 
-def problem(exc: pytest.ExceptionInfo[AuthoringError]) -> tuple[int, str | None, str | None]:
+def problem(exc: pytest.ExceptionInfo[Refused]) -> tuple[int, str | None, str | None]:
     return exc.value.status, exc.value.code, exc.value.field
 
 
@@ -159,7 +159,7 @@ def test_benchmarks_are_created_read_changed_and_listed(registry: Registry) -> N
         )
     )
     assert (again.id, created_again) == (view.id, False)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.create_benchmark(
             CreateBenchmark(account=ALICE, name="Other", idempotency_key="k1")
         )
@@ -204,7 +204,7 @@ def test_listing_filters_by_tag_sorts_and_pages(registry: Registry) -> None:
             break
     assert seen == everything
     assert page(sort="-name", limit=3)[0] == everything[::-1][:3]
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         page(sort="-name", page_token=page(sort="name", limit=1)[1])
     assert problem(exc) == (400, "invalid_argument", "page_token")
 
@@ -221,7 +221,7 @@ def test_another_accounts_private_benchmark_is_not_found_like_a_missing_one(
     missing_bm = "bm_00000000-0000-4000-8000-00000000dead"
 
     def refusal(fn: Any, *args: Any) -> tuple[int, str | None, str | None]:
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             fn(*args)
         return problem(exc)
 
@@ -232,7 +232,7 @@ def test_another_accounts_private_benchmark_is_not_found_like_a_missing_one(
     assert refusal(a.delete_benchmark, BOB, bm)[0] == 404
     assert refusal(a.delete_subset, BOB, sub.id)[0] == 404
     assert refusal(a.delete_impl, BOB, impl.id)[0] == 404
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         a.append_tasks(AppendTasks(account=BOB, subset_id=sub.id, tasks=UPLOAD), rows("c"))
     assert problem(exc)[0] == 404
     assert [b.name for b in a.list_benchmarks(ListBenchmarks(account=BOB))[0]] == ["Tiny Math"]
@@ -267,12 +267,12 @@ def test_subsets_are_content_addressed_and_slugs_unique(registry: Registry) -> N
     assert created and sub.task_count == 3 and sub.snapshot_id == sub.id and not sub.rolling
     again, created_again = new_subset(registry, bm, rows("a", "b", "c"), name="ignored")
     assert (again.id, created_again, again.name) == (sub.id, False, "V1")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         new_subset(registry, bm, rows("a", "b"))
     assert problem(exc) == (409, "slug_taken", "slug")
     other, _ = new_subset(registry, bm, rows("a", "b"), slug="v2")
     assert other.id != sub.id
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         new_subset(registry, bm, [{"task_id": str(i)} for i in range(1001)], slug="big")
     assert problem(exc) == (400, "invalid_argument", "tasks")
 
@@ -324,10 +324,10 @@ def test_rolling_subsets_grow_by_snapshots_that_runs_pin(registry: Registry) -> 
         UpdateSubset(account=ALICE, subset_id=sub.id, rolling=False)
     )
     assert not frozen.rolling
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         append(rows("d"), "day-3")
     assert problem(exc) == (409, "subset_frozen", "subset_id")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.update_subset(
             UpdateSubset(account=ALICE, subset_id=sub.id, rolling=True)
         )
@@ -350,13 +350,13 @@ def test_impls_are_immutable_and_official_is_an_admins_call(registry: Registry) 
     assert code == CODE and view.sha256 == v1.sha256
     assert registry.app.impl(GetImpl(impl_id=v1.id)).code == CODE
 
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         create(CreateImpl(account=ALICE, subset_id=sub.id, code=CODE + "\n#2", official=True))
     assert problem(exc) == (403, "admin_only", "official")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.update_impl(UpdateImpl(account=ALICE, impl_id=v1.id, official=True))
     assert problem(exc) == (403, "admin_only", "official")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         create(CreateImpl(account=ALICE, subset_id=sub.id, code="def (:"))
     assert problem(exc) == (400, "invalid_argument", "code")
 
@@ -391,7 +391,7 @@ def test_a_subsets_grader_runs_when_a_pin_names_no_impl(registry: Registry) -> N
     assert code == CODE and grader.label == "exact" and not grader.official
     pinned = registry.app.resolve(ResolveBenchmark(account=ALICE, benchmark=bm))
     assert pinned.impl_id == sub.grader_impl_id
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         new_subset(registry, bm, rows("b"), slug="v2", grader={"code": "oops("})
     assert problem(exc)[2] == "grader.code"
 
@@ -414,16 +414,16 @@ def test_deletes_are_refused_while_public_runs_reference_them(registry: Registry
         (registry.authoring.delete_subset, sub.id),
         (registry.authoring.delete_benchmark, bm),
     ):
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             delete(ALICE, ident)
         assert problem(exc)[:2] == (409, "referenced_by_public_runs")
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             delete(BOB, ident)  # seeing is not owning
         assert problem(exc)[0] == 404
 
     registry.unpublish_runs()
     registry.authoring.delete_impl(ALICE, impl.id)
-    with pytest.raises(AuthoringError):
+    with pytest.raises(Refused):
         registry.authoring.impl(ALICE, impl.id)
     # A run that pinned the impl still gets its code.
     assert registry.app.impl(GetImpl(impl_id=impl.id)).code == CODE
@@ -433,7 +433,7 @@ def test_deletes_are_refused_while_public_runs_reference_them(registry: Registry
     gone = registry.app.resolve(ResolveBenchmark(account=ALICE, benchmark=bm))
     assert gone.problem is not None and gone.problem.status == 409  # no subsets left
     registry.authoring.delete_benchmark(ALICE, bm)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.benchmark(ALICE, bm)
     assert problem(exc)[0] == 404
     assert bm not in [
@@ -483,10 +483,10 @@ def test_the_builtin_catalog_reads_like_any_benchmark_but_takes_no_writes(
     assert subset.grader_impl_id == view.impls[0].id and view.impls[0].official
     found = registry.app.builtin_impl(view.impls[0].id)
     assert found is not None and found[1] == CODE
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.delete_benchmark(ALICE, builtin.benchmark_id)
     assert problem(exc)[0] == 404
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         registry.authoring.create_impl(
             CreateImpl(account=ALICE, benchmark_id=builtin.benchmark_id, code=CODE)
         )

@@ -10,7 +10,6 @@ from benchwright_registry.domain.authoring import (
     AuthoredBenchmark,
     AuthoredImpl,
     AuthoredSubset,
-    AuthoringError,
     check_code,
     grader_code,
     is_benchmark_id,
@@ -21,6 +20,7 @@ from benchwright_registry.domain.authoring import (
 )
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.ids import impl_id_for
+from benchwright_shared.refusal import Refused
 
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
 BM = "bm_00000000-0000-4000-8000-000000000001"
@@ -63,7 +63,7 @@ def benchmark() -> AuthoredBenchmark:
     )
 
 
-def refused(exc: pytest.ExceptionInfo[AuthoringError]) -> tuple[int, str | None, str | None]:
+def refused(exc: pytest.ExceptionInfo[Refused]) -> tuple[int, str | None, str | None]:
     return exc.value.status, exc.value.code, exc.value.field
 
 
@@ -97,19 +97,19 @@ def test_benchmark_ids_come_from_the_idempotency_key_when_there_is_one() -> None
 
 def test_row_rules_name_the_field_at_fault() -> None:
     too_many = [{"task_id": str(i)} for i in range(MAX_ROWS_PER_REQUEST + 1)]
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         AuthoredSubset.address(BM, "v1", too_many)
     assert refused(exc) == (400, "invalid_argument", "tasks")
     assert "append_tasks" in exc.value.detail
     AuthoredSubset.address(BM, "v1", too_many[:MAX_ROWS_PER_REQUEST])  # exactly the cap is fine
 
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         AuthoredSubset.address(BM, "v1", [*rows("a"), {"input": 1}])
     assert refused(exc) == (400, "invalid_argument", "tasks[1].task_id")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         AuthoredSubset.address(BM, "v1", rows("a", "b", "a"))
     assert refused(exc) == (400, "duplicate_task_id", "tasks[2].task_id")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         AuthoredSubset.address(BM, "Not A Slug", rows("a"))
     assert refused(exc)[2] == "slug"
 
@@ -117,7 +117,7 @@ def test_row_rules_name_the_field_at_fault() -> None:
 # -- appends, frozen subsets --------------------------------------------------------------------
 def test_a_frozen_subset_refuses_appends_with_409_subset_frozen() -> None:
     frozen = subset(rows("a"))
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         frozen.append(rows("b"), idempotency_key="k", request_sha256="d", at=NOW)
     assert refused(exc) == (409, "subset_frozen", "subset_id")
     assert frozen.collect_events()[-1].__class__.__name__ == "Created"
@@ -135,7 +135,7 @@ def test_each_append_to_a_rolling_subset_is_a_new_snapshot() -> None:
     # A snapshot is the content address of every row so far, like a subset's own id.
     assert second["snapshot_id"] == AuthoredSubset.address(BM, "daily", rows("a", "b", "c"))[0]
     assert rolling.snapshot(first["snapshot_id"])["task_count"] == 2  # type: ignore[index]
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         rolling.append(rows("a"), idempotency_key=None, request_sha256="d3", at=NOW)
     assert refused(exc) == (400, "duplicate_task_id", "tasks[0].task_id")
 
@@ -152,7 +152,7 @@ def test_a_repeated_append_key_is_a_no_op_returning_the_first_result() -> None:
     rolling.append(rows("b"), idempotency_key="k2", request_sha256="x", at=NOW)
     rolling.change(name=None, description=None, rolling=False, at=NOW)
     assert rolling.append(rows("a"), idempotency_key="k", request_sha256=digest, at=NOW)[0] == first
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         rolling.append(rows("z"), idempotency_key="k", request_sha256="other", at=NOW)
     assert refused(exc) == (409, "idempotency_key_reused", "Idempotency-Key")
 
@@ -162,7 +162,7 @@ def test_freezing_is_one_way() -> None:
     assert rolling.change(name=None, description=None, rolling=False, at=NOW)
     assert not rolling.rolling
     assert not rolling.change(name=None, description=None, rolling=False, at=NOW)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         rolling.change(name=None, description=None, rolling=True, at=NOW)
     assert refused(exc) == (409, "subset_frozen", "rolling")
 
@@ -184,7 +184,7 @@ def test_a_deleted_subset_comes_back_only_as_it_was() -> None:
     grown = subset(rows("a"), rolling=True)
     grown.append(rows("b"), idempotency_key=None, request_sha256="d", at=NOW)
     grown.delete(NOW)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         grown.restore(
             rows("a"),
             name="n",
@@ -227,13 +227,13 @@ def test_an_impl_is_its_code_under_its_benchmark_and_the_code_never_changes() ->
 
 def test_code_must_compile() -> None:
     check_code(CODE)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         check_code("def broken(:\n")
     assert refused(exc) == (400, "invalid_argument", "code")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         grader_code({"code": "class (:"})
     assert refused(exc)[2] == "grader.code"
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         grader_code({"kind": "exact_match"})
     assert refused(exc)[2] == "grader.code"
 
@@ -258,7 +258,7 @@ def test_a_slug_names_one_live_subset() -> None:
     bm = benchmark()
     bm.claim_slug("v1", "sub_1")
     bm.claim_slug("v1", "sub_1")  # the same subset again: fine
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         bm.claim_slug("v1", "sub_2")
     assert refused(exc) == (409, "slug_taken", "slug")
     bm.release_slug("v1")

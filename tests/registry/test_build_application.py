@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from benchwright_registry.application.build import BuildApplication
-from benchwright_registry.domain import AuthoringError
 from benchwright_shared.contracts import GetImpl, GetSubsetRows, ResolveBenchmark
 from benchwright_shared.contracts.build import (
     CreateBuiltSubset,
@@ -17,6 +16,7 @@ from benchwright_shared.contracts.build import (
     UpdateSamples,
 )
 from benchwright_shared.contracts.registry import CreateSubset
+from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
 from tests.registry.test_authoring_application import (
     ALICE,
@@ -56,8 +56,8 @@ def resolve(r: Registry, bm: str, subset: str | None = None, account: str = ALIC
     return r.app.resolve(ResolveBenchmark(account=account, benchmark=bm, subset=subset))
 
 
-def refusal(call: Any) -> AuthoringError:
-    with pytest.raises(AuthoringError) as exc:
+def refusal(call: Any) -> Refused:
+    with pytest.raises(Refused) as exc:
         call()
     return exc.value
 

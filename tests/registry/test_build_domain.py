@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from benchwright_registry.catalog import impl_code
-from benchwright_registry.domain.authoring import AuthoringError
 from benchwright_registry.domain.build import (
     RECIPE_DEFAULTS,
     BuiltIndex,
@@ -26,6 +25,7 @@ from benchwright_registry.domain.build import (
     merge_recipe,
     recipe_changes,
 )
+from benchwright_shared.refusal import Refused
 
 RUNNER = impl_code("built_runner")
 RUNTIME = Path(__file__).resolve().parents[2] / (
@@ -41,7 +41,7 @@ def rows(*ids: str) -> list[dict[str, Any]]:
 
 
 def refusal(config: dict[str, Any]) -> tuple[str | None, str]:
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         check_recipe(config)
     assert exc.value.status == 400 and exc.value.code == "invalid_argument"
     return exc.value.field, exc.value.detail
@@ -105,10 +105,10 @@ def test_merging_changes_only_the_named_knobs() -> None:
     patterned = merge_recipe(current, {"answer_pattern": r"= (\d+)"})
     assert patterned["extraction"] == "pattern"
     assert merge_recipe(patterned, {"answer_pattern": None})["extraction"] == "full"
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         merge_recipe(current, {})
     assert exc.value.field == "config"
-    with pytest.raises(AuthoringError) as bad:
+    with pytest.raises(Refused) as bad:
         merge_recipe(current, {"trials": 0})
     assert bad.value.field == "config.trials"
 
@@ -175,7 +175,7 @@ def test_sample_edits_replace_in_place_append_and_remove() -> None:
     ],
 )
 def test_sample_edit_refusals(upsert: list[Any], remove: list[str], field: str) -> None:
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         edit_rows(rows("a", "b"), upsert, remove)
     assert exc.value.status == 400 and exc.value.field == field
 
@@ -214,7 +214,7 @@ def test_recipe_edits_are_history_and_retirement_is_final() -> None:
     entry = edit_entry("samples", at=later, note="fix", by="acct_a", subset_id="sub_n", impl_id="i")
     subset.retire("sub_n", entry)
     assert subset.retired and subset.successor_id == "sub_n"
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         subset.change_recipe(recipe, first_impl, note="", by="acct_a", at=later)
     assert exc.value.status == 409 and exc.value.code == "subset_retired"
     assert "sub_n" in exc.value.detail

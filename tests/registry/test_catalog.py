@@ -16,6 +16,7 @@ from benchwright_registry.catalog import (
     impl_code,
 )
 from benchwright_registry.catalog import humaneval as humaneval_source
+from benchwright_shared.scorers import scorer_source
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -40,14 +41,14 @@ def test_catalog_lists_every_builtin_benchmark() -> None:
         "GSM8K",
         "HumanEval",
         "MMLU",
-        "BFCL",
+        "BFCL v4",
         "Natural Questions (open)",
     ]
     assert {b.name: b.category for b in benchmarks} == {
         "GSM8K": "math",
         "HumanEval": "code",
         "MMLU": "knowledge",
-        "BFCL": "tool-use",
+        "BFCL v4": "tool-use",
         "Natural Questions (open)": "qa",
     }
     for benchmark in benchmarks:
@@ -88,12 +89,24 @@ def test_humaneval_is_complete(humaneval_rows: list[dict[str, Any]]) -> None:
     assert [r["task_id"] for r in humaneval_rows] == [f"HumanEval/{i}" for i in range(164)]
     for row in humaneval_rows:
         entry_point = row["input"]["entry_point"]
-        assert set(row["input"]) == {"prompt", "entry_point"}
-        assert set(row["expected"]) == {"test", "entry_point", "canonical_solution"}
+        # The test harness is in input, where the guide (section 8.2) reads it.
+        assert set(row["input"]) == {"prompt", "entry_point", "test"}
+        assert set(row["expected"]) == {"entry_point", "canonical_solution"}
         assert row["expected"]["entry_point"] == entry_point
         assert f"def {entry_point}(" in row["input"]["prompt"]
-        assert "def check(candidate)" in row["expected"]["test"]
+        assert "def check(candidate)" in row["input"]["test"]
         assert row["expected"]["canonical_solution"].strip()
+
+
+def test_humaneval_rows_as_the_catalog_shaped_them_before(
+    humaneval_rows: list[dict[str, Any]],
+) -> None:
+    (earlier,) = _benchmark("HumanEval").subsets[0].earlier
+    for row in humaneval_rows:
+        old = earlier(row)
+        assert set(old["input"]) == {"prompt", "entry_point"}
+        assert old["expected"] == {**row["expected"], "test": row["input"]["test"]}
+        assert "test" in row["input"]  # the current row is left as it was
 
 
 def test_rows_are_deterministic_and_json_ready() -> None:
@@ -116,13 +129,19 @@ def test_impl_code_returns_every_scorer_the_catalog_names() -> None:
             assert "class Task(BenchTask)" in code
             compile(code, f"{subset.scorer}.py", "exec")
     assert {s.scorer for b in builtin_catalog() for s in b.subsets} == {
-        "gsm8k_math",
-        "humaneval_code",
+        "math",  # GSM8K
+        "code",  # HumanEval
         None,  # MMLU, BFCL, NQ: a Driver writes the scorer
     }
 
 
-@pytest.mark.parametrize("name", ["nope", "../catalog", "__init__", "GSM8K_MATH", ""])
+def test_impl_code_is_the_shared_scorer_file() -> None:
+    """One source: the catalog ships the same file the builtin Driver writes from."""
+    for name in ("math", "code", "built_runner"):
+        assert impl_code(name) == scorer_source(name)
+
+
+@pytest.mark.parametrize("name", ["nope", "../catalog", "__init__", "MATH", "gsm8k_math", ""])
 def test_impl_code_rejects_unknown_scorers(name: str) -> None:
     with pytest.raises(KeyError):
         impl_code(name)

@@ -51,7 +51,7 @@ async def test_list_catalog_over_the_bus(registry: NatsBroker) -> None:
     assert counts["GSM8K"] == [1319]
     assert counts["HumanEval"] == [164]
     assert counts["MMLU"][0] == 14042 and len(counts["MMLU"]) == 58
-    assert counts["BFCL"] == [400, 200, 200, 200]
+    assert counts["BFCL v4"] == [400, 200, 200, 200]
     assert counts["Natural Questions (open)"] == [1000]
     mmlu = next(b for b in listing.benchmarks if b.name == "MMLU")
     assert mmlu.aliases and mmlu.category == "knowledge"
@@ -66,7 +66,7 @@ async def test_aliases_resolve_and_rows_are_stored(registry: NatsBroker) -> None
     answer = await ask(registry, query, BenchmarkResolution)
     assert answer.problem is None
     assert (answer.benchmark_name, answer.subset_slug, answer.task_count) == (
-        "BFCL",
+        "BFCL v4",
         "multiple",
         200,
     )

@@ -13,7 +13,6 @@ import pytest
 
 from benchwright_registry.application import AuthoringApplication, RegistryApplication, builtin_rows
 from benchwright_registry.domain import (
-    AuthoringError,
     Benchmark,
     Catalog,
     make_benchmark,
@@ -43,6 +42,7 @@ from benchwright_shared.contracts.run_events import RunEvent
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.ids import impl_id_for
 from benchwright_shared.projection import ProjectionStore, ViewCursor
+from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import eventsourcing_env
 from tests.conftest import machine_database_url, reset_postgres
@@ -215,7 +215,7 @@ def registry(settings: Settings) -> Iterator[Registry]:
     made.close()
 
 
-def refused(exc: pytest.ExceptionInfo[AuthoringError]) -> tuple[int, str | None, str | None]:
+def refused(exc: pytest.ExceptionInfo[Refused]) -> tuple[int, str | None, str | None]:
     return exc.value.status, exc.value.code, exc.value.field
 
 
@@ -307,7 +307,7 @@ def test_a_private_benchmarks_subset_has_no_leaderboard_and_is_missing_to_others
         ReadLeaderboard(account=BOB, subset_id=sub),
         ReadLeaderboard(account=BOB, subset_id="sub_" + "0" * 12),
     ):
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             r.reads.leaderboard(query)
         assert refused(exc) == (404, "not_found", "subset_id")
 
@@ -367,7 +367,7 @@ def test_run_listings_show_your_own_runs_and_public_ones(registry: Registry) -> 
         if token is None:
             break
     assert seen == [x.run_id for x in listed.runs]
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.reads.runs(ListRegistryRuns(account=ALICE, subset_id=r.sub, page_token="nonsense"))
     assert refused(exc) == (400, "invalid_argument", "page_token")
 
@@ -379,7 +379,7 @@ def test_an_impl_a_pipeline_wrote_lists_by_its_visible_runs(registry: Registry) 
     assert [
         x.run_id for x in r.reads.runs(ListRegistryRuns(account=ALICE, impl_id=written)).runs
     ] == [run_id]
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.reads.runs(ListRegistryRuns(account=BOB, impl_id=written))
     assert refused(exc) == (404, "not_found", "impl_id")
     r.feed(run_id, "RunUpdated", visibility="public", metadata=None, updated_by=ALICE)
@@ -442,13 +442,13 @@ def test_a_task_range_finds_the_runs_with_results_there(registry: Registry) -> N
     )
 
     for start, end, field in ((-1, 2, "start"), (3, 3, "end"), (0, 5000, "end")):
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             r.reads.task_range(
                 ReadTaskRange(account=ALICE, benchmark_id=r.bm, start=start, end=end)
             )
         assert refused(exc) == (400, "invalid_argument", field)
     bm, _ = alice_subset(r)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.reads.task_range(ReadTaskRange(account=BOB, benchmark_id=bm, start=0, end=3))
     assert refused(exc) == (404, "not_found", "benchmark_id")
 
@@ -488,14 +488,14 @@ def test_an_impl_from_a_run_is_the_runs_scorer_registered_content_addressed(
 
     # Another account's run reads as missing; so does no run at all.
     for events in (log_of(r, run_id, BOB, OTHER_CODE), []):
-        with pytest.raises(AuthoringError) as exc:
+        with pytest.raises(Refused) as exc:
             r.reads.impl_from_run(command, events)
         assert refused(exc) == (404, "not_found", "from_run")
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.reads.impl_from_run(command, log_of(r, run_id, ALICE, None))
     assert refused(exc) == (409, "no_scorer", "from_run")
     # The target must be the caller's, like impls.create.
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.reads.impl_from_run(
             CreateImplFromRun(account=BOB, run_id=run_id, subset_id=sub),
             log_of(r, run_id, BOB, OTHER_CODE),
@@ -566,7 +566,7 @@ def test_an_impl_a_pipeline_wrote_reads_like_an_authored_one(registry: Registry)
     )
 
     # Another account: missing until one of its runs is public.
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.app.read_impl(BOB, written)
     assert refused(exc) == (404, "not_found", "impl_id")
     r.feed(run_id, "RunUpdated", visibility="public", metadata=None, updated_by=ALICE)
@@ -578,13 +578,13 @@ def test_an_impl_a_pipeline_wrote_reads_like_an_authored_one(registry: Registry)
     assert r.app.read_impl(BOB, written)[0].label == view.label
     r.feed(run_id, "RunDeleted", deleted_by=ALICE)
     assert r.app.read_impl(BOB, written)[1] == OTHER_CODE  # bob's replay still used it
-    with pytest.raises(AuthoringError):
+    with pytest.raises(Refused):
         r.app.read_impl(ALICE, written)
     r.feed(replay, "RunDeleted", deleted_by=BOB)
     assert r.rows("scorer_code") == [] and r.rows("run_scorers") == []
-    with pytest.raises(AuthoringError):
+    with pytest.raises(Refused):
         r.app.read_impl(BOB, written)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.app.read_impl(ALICE, impl_id_for(r.bm, "never written"))
     assert refused(exc) == (404, "not_found", "impl_id")
 
@@ -603,7 +603,7 @@ def test_a_written_impl_is_content_addressed_like_an_authored_one(registry: Regi
     # ... and from then on the authored store answers for it, deletes included.
     assert r.app.read_impl(ALICE, written)[0].label == "by hand"
     r.authoring.delete_impl(ALICE, written)
-    with pytest.raises(AuthoringError) as exc:
+    with pytest.raises(Refused) as exc:
         r.app.read_impl(ALICE, written)
     assert refused(exc) == (404, "not_found", "impl_id")
     # A built-in impl is the catalog's, whoever's Setup installed it.

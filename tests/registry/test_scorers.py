@@ -1,5 +1,6 @@
-"""The built-in scorers, loaded the way a work sandbox loads them: from their files,
-with only the sandbox runtime (``bench_task``) on the path. No model is called."""
+"""The built-in catalog's scorers (``benchwright_shared.scorers``), loaded the way a work
+sandbox loads them: from their files, with only the sandbox runtime (``bench_task``) on
+the path. No model is called."""
 
 import importlib.util
 import json
@@ -16,7 +17,7 @@ from benchwright_registry.catalog import builtin_catalog, impl_code
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "services/sandbox-manager/benchwright_sandbox_manager/runtime"
-IMPLS = ROOT / "services/registry/benchwright_registry/impls"
+SCORERS = ROOT / "shared/benchwright_shared/scorers"
 SANDBOX_MODULES = ("bench_task", "bench_runner", "task_impl")
 
 Loader = Callable[[str], ModuleType]
@@ -46,7 +47,7 @@ def load_module() -> Iterator[Loader]:
     sys.path.insert(0, str(RUNTIME))
 
     def load(path: str) -> ModuleType:
-        file = Path(path) if Path(path).is_absolute() else IMPLS / f"{path}.py"
+        file = Path(path) if Path(path).is_absolute() else SCORERS / f"{path}.py"
         name = f"bw_test_scorer_{file.stem}"
         spec = importlib.util.spec_from_file_location(name, file)
         assert spec is not None and spec.loader is not None
@@ -69,12 +70,29 @@ def load_module() -> Iterator[Loader]:
 
 @pytest.fixture
 def gsm8k(load_module: Loader) -> ModuleType:
-    return load_module("gsm8k_math")
+    return load_module("math")
 
 
 @pytest.fixture
 def humaneval(load_module: Loader) -> ModuleType:
-    return load_module("humaneval_code")
+    return load_module("code")
+
+
+@pytest.fixture
+def humaneval_data(humaneval_rows: list[dict[str, Any]], tmp_path: Path) -> Path:
+    """The HumanEval rows as the dataset file a sandbox holds."""
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in humaneval_rows), encoding="utf-8")
+    return data
+
+
+@pytest.fixture
+def humaneval_task(humaneval: ModuleType, humaneval_data: Path) -> Any:
+    """A HumanEval ``Task`` whose rows ``extract`` has loaded, as the runner's always are:
+    the tests are in each row's input, which ``score`` reads from them."""
+    task = humaneval.Task()
+    task.extract(str(humaneval_data), 0)
+    return task
 
 
 def _fenced(code: str) -> str:
@@ -183,9 +201,9 @@ def test_gsm8k_solve_goes_through_chat(
 
 
 def test_humaneval_canonical_solutions_pass(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]]
 ) -> None:
-    task = humaneval.Task()
+    task = humaneval_task
     for index, row in enumerate(humaneval_rows[:10]):
         reply = _fenced(row["input"]["prompt"] + row["expected"]["canonical_solution"])
         result = task.score(index, reply, row["expected"])
@@ -194,21 +212,21 @@ def test_humaneval_canonical_solutions_pass(
 
 
 def test_humaneval_broken_solution_fails(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]]
 ) -> None:
     row = humaneval_rows[0]
     reply = _fenced(row["input"]["prompt"] + "    return not True\n")
-    result = humaneval.Task().score(0, reply, row["expected"])
+    result = humaneval_task.score(0, reply, row["expected"])
     assert result["score"] == 0.0
     assert result["exit_code"] != 0 and result["timeout"] is False
     assert "AssertionError" in result["stderr_tail"]
 
 
 def test_humaneval_syntax_error_fails(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]]
 ) -> None:
     row = humaneval_rows[2]
-    result = humaneval.Task().score(2, "def truncate_number(:\n  pass", row["expected"])
+    result = humaneval_task.score(2, "def truncate_number(:\n  pass", row["expected"])
     assert result["score"] == 0.0 and "SyntaxError" in result["stderr_tail"]
 
 
@@ -218,19 +236,19 @@ def _loop_forever(row: dict[str, Any]) -> str:
 
 @pytest.mark.slow
 def test_humaneval_infinite_loop_times_out(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]]
 ) -> None:
     row = humaneval_rows[0]
     started = time.monotonic()
-    result = humaneval.Task().score(0, _loop_forever(row), row["expected"])
+    result = humaneval_task.score(0, _loop_forever(row), row["expected"])
     assert time.monotonic() - started < 15
     assert result["score"] == 0.0 and result["timeout"] is True
 
 
 def test_humaneval_short_timeout_kills_the_candidate(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]]
 ) -> None:
-    task = humaneval.Task()
+    task = humaneval_task
     task.timeout_s = 0.5
     started = time.monotonic()
     result = task.score(0, _loop_forever(humaneval_rows[0]), humaneval_rows[0]["expected"])
@@ -239,13 +257,13 @@ def test_humaneval_short_timeout_kills_the_candidate(
 
 
 def test_humaneval_candidate_cannot_see_the_model_key(
-    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    humaneval_task: Any, humaneval_rows: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BW_MODEL_PROXY_KEY", "secret")
     row = humaneval_rows[0]
     leak_check = "import os\nassert 'BW_MODEL_PROXY_KEY' not in os.environ\n"
     reply = _fenced(leak_check + row["input"]["prompt"] + row["expected"]["canonical_solution"])
-    assert humaneval.Task().score(0, reply, row["expected"])["score"] == 1.0
+    assert humaneval_task.score(0, reply, row["expected"])["score"] == 1.0
 
 
 def test_humaneval_solve_then_body_only_reply(
@@ -269,6 +287,19 @@ def test_humaneval_solve_then_body_only_reply(
     assert task.score(10, output, row["expected"])["score"] == 1.0
 
 
+def test_humaneval_reads_the_tests_from_expected_too(
+    humaneval: ModuleType, humaneval_rows: list[dict[str, Any]]
+) -> None:
+    """Rows shaped as the catalog shipped them before decision 0028 (the tests in
+    ``expected``) still score, with no rows loaded; rows with no tests cannot."""
+    row = humaneval_rows[0]
+    earlier = {**row["expected"], "test": row["input"]["test"]}
+    reply = _fenced(row["input"]["prompt"] + row["expected"]["canonical_solution"])
+    assert humaneval.Task().score(0, reply, earlier)["score"] == 1.0
+    with pytest.raises(ValueError, match="no tests"):
+        humaneval.Task().score(0, reply, row["expected"])
+
+
 def test_humaneval_extract_code_prefers_the_defining_block(humaneval: ModuleType) -> None:
     reply = "```python\nprint('usage')\n```\nand\n```py\ndef f(x):\n    return x\n```"
     assert humaneval.extract_code(reply, "f") == "def f(x):\n    return x\n"
@@ -286,7 +317,7 @@ def test_runner_scores_catalog_rows_end_to_end(
 ) -> None:
     """impl_code() text, written out as task_impl.py and run by bench_runner."""
     impl = tmp_path / "task_impl.py"
-    impl.write_text(impl_code("humaneval_code"), encoding="utf-8")
+    impl.write_text(impl_code("code"), encoding="utf-8")
     data = tmp_path / "tasks.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in humaneval_rows), encoding="utf-8")
     runner = load_module(str(RUNTIME / "bench_runner.py"))

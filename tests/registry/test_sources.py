@@ -110,7 +110,7 @@ BFCL_FILES = {
 
 
 def test_bfcl_subsets() -> None:
-    bfcl = _benchmark("BFCL")
+    bfcl = _benchmark("BFCL v4")
     assert [s.slug for s in bfcl.subsets] == list(BFCL_COUNTS)
     assert [s.name for s in bfcl.subsets] == [
         "Simple function calling",
@@ -119,24 +119,25 @@ def test_bfcl_subsets() -> None:
         "Parallel multiple function calling",
     ]
     assert all(s.scorer is None for s in bfcl.subsets)
-    assert {"bfcl", "bfcl v4", "berkeley function calling", "function calling"} <= set(bfcl.aliases)
+    assert {"bfcl", "berkeley function calling", "function calling"} <= set(bfcl.aliases)
+    # Renamed from "BFCL" (decision 0028): its id is still derived from the old name.
+    assert bfcl.id_name == "BFCL"
 
 
 @pytest.mark.parametrize("slug", list(BFCL_COUNTS))
 def test_bfcl_rows_join_questions_to_answers(slug: str) -> None:
-    rows = _rows("BFCL", slug)
+    rows = _rows("BFCL v4", slug)
     assert len(rows) == BFCL_COUNTS[slug]
     prefix = f"bfcl/{slug}/{BFCL_FILES[slug]}_"
     assert [r["task_id"] for r in rows] == [f"{prefix}{i}" for i in range(len(rows))]
     for row in rows:
         assert set(row) == {"task_id", "category", "input", "expected"}
         assert row["category"] == slug
-        assert set(row["input"]) == {"question", "function"}
-        turns = row["input"]["question"]
-        assert isinstance(turns, list) and turns and all(isinstance(t, list) for t in turns)
-        assert all(set(m) == {"role", "content"} for t in turns for m in t)
-        offered = {f["name"] for f in row["input"]["function"]}
-        assert offered and all("parameters" in f for f in row["input"]["function"])
+        # The guide's shape (section 8.2 reads "question" and "functions").
+        assert set(row["input"]) == {"question", "functions"}
+        assert isinstance(row["input"]["question"], str) and row["input"]["question"].strip()
+        offered = {f["name"] for f in row["input"]["functions"]}
+        assert offered and all("parameters" in f for f in row["input"]["functions"])
         calls = row["expected"]
         assert isinstance(calls, list) and calls
         for call in calls:
@@ -149,6 +150,31 @@ def test_bfcl_rows_join_questions_to_answers(slug: str) -> None:
         ]
     if slug.startswith("parallel"):
         assert any(len(r["expected"]) > 1 for r in rows)
+    if slug == "parallel":
+        assert rows[0]["input"]["question"].startswith("Play songs from the artists Taylor Swift")
+
+
+@pytest.mark.parametrize("slug", list(BFCL_COUNTS))
+def test_bfcl_rows_as_the_catalog_shaped_them_before(slug: str) -> None:
+    """The retired shape (BFCL's own "question" turns and "function") comes back exactly
+    from the current rows: the registry serves it to the runs made against it."""
+    (earlier,) = next(s for s in _benchmark("BFCL v4").subsets if s.slug == slug).earlier
+    category = BFCL_FILES[slug]
+    questions = bfcl_source.read_jsonl(
+        bfcl_source.data_file("bfcl_eval", f"data/BFCL_v4_{category}.json", "x")
+    )
+    for row, question in zip(_rows("BFCL v4", slug), questions, strict=True):
+        old = earlier(row)
+        assert old["input"] == {"question": question["question"], "function": question["function"]}
+        assert {k: v for k, v in old.items() if k != "input"} == {
+            k: v for k, v in row.items() if k != "input"
+        }
+
+
+def test_bfcl_question_of_several_messages_is_refused() -> None:
+    turns = [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]]
+    with pytest.raises(CatalogDataMissing, match="is not one user message"):
+        bfcl_source._user_text(turns, "BFCL x 'x_0'")
 
 
 def test_bfcl_question_without_an_answer_fails_loudly(
@@ -174,7 +200,7 @@ def test_missing_bfcl_package_raises_with_install_hint(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(CatalogDataMissing, match=r"pip install --no-deps bfcl-eval==2026\.3\.23"):
-        _benchmark("BFCL").subsets[0].load_rows()
+        _benchmark("BFCL v4").subsets[0].load_rows()
 
 
 # -- Natural Questions (open) ---------------------------------------------------------

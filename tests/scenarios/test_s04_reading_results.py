@@ -78,7 +78,7 @@ async def test_anchor_then_replay_on_another_model(bw: Benchwright, steps: Steps
     steps.update(found)
     anchor, run = found["anchor"], found["run"]
     assert anchor.status == "ok", (anchor.phase, anchor.halt_reason, anchor.error)
-    assert anchor.benchmark is not None and anchor.benchmark.name == "BFCL"
+    assert anchor.benchmark is not None and anchor.benchmark.name == "BFCL v4"
     assert anchor.subset is not None and anchor.subset.slug == "parallel"
     assert anchor.impl_id and anchor.metadata is not None
     assert anchor.metadata["purpose"] == "baseline"
@@ -113,7 +113,7 @@ async def test_reading_results(bw: Benchwright, steps: Steps) -> None:
     for task, full in read["payloads"]:
         assert task.outcome != "pass"
         assert full.task_id == task.task_id
-        assert full.input["function"] and full.expected  # BFCL's functions and reference calls
+        assert full.input["functions"] and full.expected  # BFCL's functions and reference calls
         assert isinstance(full.output, str)
 
 

@@ -39,7 +39,7 @@ FIX = (
 
 @pytest.fixture(scope="module")
 def bigger_model() -> Iterator[ChatOracleServer]:
-    rows = catalog_rows("BFCL", "parallel")[:TASKS]
+    rows = catalog_rows("BFCL v4", "parallel")[:TASKS]
     server = bfcl_panelist(rows, right={r["task_id"] for r in rows}).start()
     yield server
     server.stop()

@@ -127,13 +127,13 @@ def load_dataset_offline() -> list[dict[str, Any]]:
         {
             "id": row["task_id"],
             "question": bfcl_question_text(row),
-            "function": row["input"]["function"],
+            "function": row["input"]["functions"],
             "ground_truth": [
                 {"name": c["name"], "args": c["arguments"]}
                 for c in bfcl_reference_calls(row["expected"])
             ],
         }
-        for row in catalog_rows("BFCL", "parallel")[:ROWS]
+        for row in catalog_rows("BFCL v4", "parallel")[:ROWS]
     ]
 
 

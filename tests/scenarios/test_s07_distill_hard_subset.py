@@ -3,11 +3,17 @@
 every model failed as a new benchmark and subset, inherit the scorer from the panel's
 runs, and run and publish the gauntlet once.
 
-Adapted in the models only: the panel keeps the guide's model names, each served by a
+Adapted in the models: the panel keeps the guide's model names, each served by a
 fake OpenAI-compatible server with a scripted accuracy (the machine reaches no
 provider). ``metadata["limit"] = 5`` caps the anchor (the guide runs MMLU Pro's full
 set); the replays inherit those five tasks. Two of them (indices 2 and 3) are failed
 by every panelist; so the gauntlet has two rows.
+
+And in one phrase of the request: the catalog has MMLU but not MMLU Pro (its data is
+not on this machine), and a request never silently runs another benchmark than the
+one it names. The guide's literal request is refused, naming MMLU as the nearest
+(step 0); the panel's anchor then says "or the nearest benchmark", runs MMLU and
+records that it stood in for MMLU Pro.
 """
 
 import asyncio
@@ -71,7 +77,7 @@ def step_1_run_the_panel(bw: Benchwright, models: dict[str, ChatOracleServer]) -
     # 1. Run the panel: one natural-language anchor authors the scorer,
     #    then replays fan the same impl out across the panel.
     anchor = bw.runs.launch(
-        request="Run MMLU Pro (full) on " + panel[0],
+        request="Run MMLU Pro (full), or the nearest benchmark, on " + panel[0],
         sut=sut_of(models[panel[0]], panel[0]),
         metadata={"sweep": "hard-mmlu-2026-04", "model": panel[0], "limit": TASKS},
         idempotency_key=f"hard-mmlu-{panel[0]}",
@@ -134,6 +140,26 @@ def step_3_scaffold(bw: Benchwright, hard: list[dict[str, Any]]) -> tuple[Any, A
     return gauntlet, sub
 
 
+async def test_step_0_a_benchmark_the_catalog_lacks_is_refused(
+    bw: Benchwright, models: dict[str, ChatOracleServer]
+) -> None:
+    def literal() -> Any:
+        run = bw.runs.launch(
+            request="Run MMLU Pro (full) on " + panel[0],
+            sut=sut_of(models[panel[0]], panel[0]),
+            metadata={"limit": TASKS},
+        )
+        bw.runs.wait(run.id, timeout=RUN_TIMEOUT)
+        return bw.runs.get(run.id)
+
+    run = await offthread(literal)
+    assert run.status == "error" and run.error is not None, run
+    assert run.error.type == "request_not_understood"
+    assert "no 'MMLU Pro'" in run.error.detail and "MMLU" in run.error.detail
+    assert "or the nearest benchmark" in run.error.detail
+    assert models[panel[0]].state["calls"] == 0  # nothing ran
+
+
 async def test_step_1_run_the_panel(
     bw: Benchwright, steps: Steps, models: dict[str, ChatOracleServer]
 ) -> None:
@@ -145,6 +171,7 @@ async def test_step_1_run_the_panel(
         assert run.model is not None and run.model.model == model
         assert run.metadata is not None and run.metadata.get("sweep") == "hard-mmlu-2026-04"
     assert anchor.benchmark is not None and anchor.benchmark.name == "MMLU"
+    assert anchor.benchmark.substituted_for == "MMLU Pro"  # said, not silent
     # The replays fan the anchor's impl out: one scorer, every model.
     assert {r.impl_id for r in runs} == {anchor.impl_id}
     assert all(r.derived_from == anchor.id for r in runs[1:])

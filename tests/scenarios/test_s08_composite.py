@@ -6,11 +6,13 @@ result down per kind (8.5), publish (8.6).
 Adaptations. Models: every model is a fake OpenAI-compatible server under the guide's
 name. 8.2's source panels are two models per source that answer nothing useful, on the
 first two tasks of each source (``metadata["limit"] = 2``), so every task they ran is
-universally hard. 8.5's qwen/qwen3-235b-a22b-thinking answers each kind through the
-channel the scorer reads (a letter, ``tool_calls``, a number, fenced code): right on
-the first task of each kind, wrong on the second. The composite's rows (8.3 on) are
-built from the built-in catalog in 8.1's shape, two per kind, so that 8.3-8.6 do not
-hinge on 8.2.
+universally hard. The built-in catalog has no MMLU Pro (no installed package ships its
+rows), so that source has no panel: 8.2's harvest, run as printed, skips it the way its
+code skips any source without panel runs. 8.5's qwen/qwen3-235b-a22b-thinking answers
+each kind through the channel the scorer reads (a letter, ``tool_calls``, a number,
+fenced code): right on the first task of each kind, wrong on the second. The
+composite's rows (8.3 on) are built from the built-in catalog in 8.1's shape, two per
+kind, so that 8.3-8.6 do not hinge on 8.2.
 """
 
 import asyncio
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from benchwright import Benchwright
+from benchwright_registry.catalog import builtin_catalog
 from tests.scenarios.support import (
     RUN_TIMEOUT,
     Steps,
@@ -47,6 +50,10 @@ SWEEP_REQUESTS = {
     "GSM8K": "Run GSM8K on ",
     "HumanEval": "Run HumanEval on ",
 }
+
+# The built-in benchmarks: every source of the guide's but MMLU Pro.
+CATALOG = {b.name for b in builtin_catalog()}
+MISSING = [name for name in SWEEP_REQUESTS if name not in CATALOG]
 
 SOURCES = [
     {"bm": "MMLU Pro", "kind": "multiple_choice"},
@@ -213,7 +220,7 @@ def composite_tasks() -> list[dict[str, Any]]:
                 "source": {"benchmark": "MMLU", "subset": "all", "task_id": row["task_id"]},
             }
         )
-    for row in catalog_rows("BFCL", "parallel")[:PER_KIND]:
+    for row in catalog_rows("BFCL v4", "parallel")[:PER_KIND]:
         calls = bfcl_reference_calls(row["expected"])
         tasks.append(
             {
@@ -222,7 +229,7 @@ def composite_tasks() -> list[dict[str, Any]]:
                     "kind": "function_call",
                     "question": bfcl_question_text(row),
                     "functions": [
-                        {"type": "function", "function": f} for f in row["input"]["function"]
+                        {"type": "function", "function": f} for f in row["input"]["functions"]
                     ],
                 },
                 "expected": {
@@ -249,7 +256,7 @@ def composite_tasks() -> list[dict[str, Any]]:
                 "input": {"kind": "code", "prompt": row["input"]["prompt"]},
                 "expected": {
                     "kind": "code",
-                    "test_code": row["expected"]["test"] + f"\ncheck({entry})\n",
+                    "test_code": row["input"]["test"] + f"\ncheck({entry})\n",
                 },
                 "source": {"benchmark": "HumanEval", "subset": "test", "task_id": row["task_id"]},
             }
@@ -316,9 +323,12 @@ def clueless() -> Iterator[ChatOracleServer]:
 
 # -- 8.2 -------------------------------------------------------------------------------------------
 def run_source_panels(bw: Benchwright, clueless: ChatOracleServer, workdir: Path) -> list[str]:
-    """The §7 pattern against each source: an anchor and a replay, ids in a manifest."""
+    """The §7 pattern against each source the catalog has: an anchor and a replay, ids in
+    a manifest."""
     ids = []
-    for request in SWEEP_REQUESTS.values():
+    for source, request in SWEEP_REQUESTS.items():
+        if source not in CATALOG:
+            continue
         anchor = bw.runs.launch(
             request=request + SOURCE_PANEL[0],
             sut=sut_of(clueless, SOURCE_PANEL[0]),
@@ -405,26 +415,35 @@ async def test_8_2_source_panels(
     steps["source_runs"] = runs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the guide's harvest code assumes source row shapes the built-in catalog does not "
-        "have: benchmarks named 'MMLU Pro' (the catalog has MMLU) and 'BFCL v4' (named BFCL), "
-        "BFCL input under 'functions' (the catalog's is 'function', with 'question' a list "
-        "of turns), HumanEval's test harness in input['test'] (the catalog keeps it in "
-        "expected); 8.3-8.6 build the composite rows from the catalog directly"
-    ),
-)
 async def test_8_2_harvest_failures_across_source_sweeps(
-    bw: Benchwright, steps: Steps, workdir: Path
+    bw: Benchwright, steps: Steps, workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     steps.need("source_runs")
     gauntlet_tasks, per_source = await offthread(harvest, bw, workdir)
+    printed = capsys.readouterr().out
+    print(printed)
+    assert MISSING == ["MMLU Pro"]
+    assert f"  {'MMLU Pro':<16} skipped (no panel runs)" in printed
+    harvested = [src for src in SOURCES if src["bm"] in CATALOG]
     # Every source's panel failed every task it ran: all of them are universally hard.
-    assert per_source == {src["bm"]: PER_KIND for src in SOURCES}
-    assert len(gauntlet_tasks) == PER_KIND * len(SOURCES)
+    assert per_source == {src["bm"]: PER_KIND for src in harvested}
+    assert len(gauntlet_tasks) == PER_KIND * len(harvested)
     kinds = Counter(t["input"]["kind"] for t in gauntlet_tasks)
-    assert kinds == {src["kind"]: PER_KIND for src in SOURCES}
+    assert kinds == {src["kind"]: PER_KIND for src in harvested}
+    # The rows are in 8.1's shape, read from the sources' own rows.
+    by_kind = {t["input"]["kind"]: t for t in gauntlet_tasks}
+    calls = by_kind["function_call"]
+    assert isinstance(calls["input"]["question"], str) and calls["input"]["functions"]
+    assert all("parameters" in f for f in calls["input"]["functions"])
+    assert isinstance(calls["expected"]["value"], list) and calls["expected"]["value"]
+    code = by_kind["code"]
+    assert code["task_id"].startswith("HumanEval::HumanEval/")
+    assert "def " in code["input"]["prompt"]
+    assert "def check(candidate)" in code["expected"]["test_code"]
+    math = [t["expected"]["value"] for t in gauntlet_tasks if t["input"]["kind"] == "math"]
+    assert sorted(math) == sorted(r["expected"] for r in catalog_rows("GSM8K", "test")[:PER_KIND])
+    for task in gauntlet_tasks:
+        assert task["source"]["subset"] and task["source"]["benchmark"] in CATALOG
 
 
 # -- 8.3 - 8.6 ------------------------------------------------------------------------------------

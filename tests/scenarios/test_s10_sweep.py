@@ -36,7 +36,7 @@ PASS_RATE = {m: (i + 1) / 4 for i, m in enumerate(models)}
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[dict[str, ChatOracleServer]]:
-    rows = catalog_rows("BFCL", "parallel")[:TASKS]
+    rows = catalog_rows("BFCL v4", "parallel")[:TASKS]
     started = {
         m: bfcl_panelist(rows, {r["task_id"] for k, r in enumerate(rows) if k % 4 <= i}).start()
         for i, m in enumerate(models)

@@ -46,7 +46,7 @@ benchwright run \\
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return catalog_rows("BFCL", "parallel")[:TASKS]
+    return catalog_rows("BFCL v4", "parallel")[:TASKS]
 
 
 @pytest.fixture(scope="module")

@@ -153,9 +153,33 @@ def test_billing_balance_topup_and_export(runner: CliRunner, gateway: FakeGatewa
     assert gateway.seen("GET", "/v1/billing/export")[0].url.params["type"] == "runs"
 
 
+def test_billing_alerts(runner: CliRunner, gateway: FakeGateway) -> None:
+    alert = {
+        "id": "alrt_1",
+        "kind": "cap_threshold",
+        "account": "acct_default",
+        "period": "2026-11",
+        "threshold_pct": 80,
+        "month_spent": {"amount_cents": 8000, "currency": "USD"},
+        "monthly_cap": {"amount_cents": 10000, "currency": "USD"},
+        "balance": {"amount_cents": 4215, "currency": "USD"},
+        "detail": "this month's spend (8000 cents) reached 80% of the monthly cap (10000 cents)",
+        "created_at": "2026-11-29T10:00:00Z",
+    }
+    listed = {"object": "list", "data": [alert]}
+    gateway.on("GET", "/v1/billing/alerts", httpx.Response(200, json=listed))
+    result = runner.invoke(app, ["billing", "alerts", "--limit", "5"])
+    assert result.exit_code == 0, result.output
+    assert "cap_threshold" in result.stdout and "reached 80%" in result.stdout
+    assert gateway.seen("GET", "/v1/billing/alerts")[0].url.params["limit"] == "5"
+    lines = runner.invoke(app, ["billing", "alerts", "-o", "ndjson"]).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["alrt_1"]
+
+
 @pytest.mark.parametrize(
     ("args", "endpoint"),
     [
+        (["billing", "alerts"], "GET /v1/billing/alerts"),
         (["billing", "balance"], "GET /v1/billing/balance"),
         (["billing", "topup", "5"], "POST /v1/billing/topups"),
         (["billing", "export"], "GET /v1/billing/export"),

@@ -72,6 +72,12 @@ def test_launch_flags_map_onto_the_launch_body(runner: CliRunner, gateway: FakeG
             "phase:atomize.duration=60",
             "--driver",
             "builtin",
+            "--hint",
+            "the answer is a letter",
+            "--hint",
+            "ignore case",
+            "--phase-model",
+            "atomize=openai://gpt-4o",
             "--no-wait",
         ],
     )
@@ -83,6 +89,8 @@ def test_launch_flags_map_onto_the_launch_body(runner: CliRunner, gateway: FakeG
         "driver": "builtin",
         "limits": {"run": {"cost": 15.0}, "phase:atomize": {"duration": 60.0}},
         "metadata": {"inspect_harness": {"task": "inspect_evals/mmlu_0_shot"}, "limit": 50},
+        "hints": ["the answer is a letter", "ignore case"],
+        "phase_models": {"atomize": "openai://gpt-4o"},
     }
 
 
@@ -110,6 +118,7 @@ def test_an_unavailable_harness_bridge_shows_the_servers_reason(
         (["run", "x", "--benchmark", "GSM8K"], "`benchwright run` needs one of REQUEST"),
         (["run", "x", "--subset", "s"], "--subset and --impl pin a catalog entry"),
         (["run", "--benchmark", "GSM8K"], "a pinned run needs --model"),
+        (["run", "x", "--phase-model", "atomize:gpt-4o"], "--phase-model takes PHASE=PROVIDER"),
     ],
 )
 def test_bad_launch_flags_are_one_line_usage_errors(

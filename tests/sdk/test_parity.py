@@ -339,3 +339,23 @@ def test_login_finds_the_server_like_a_client_does(
     with Benchwright.login("ada", "correct horse", http_client=gateway.client()) as session:
         assert session.base_url == "http://from-env.test"
     assert str(gateway.requests[0].url) == "http://from-env.test/v1/sessions"
+
+
+# The parameters the guide's section 14 writes out for these calls.
+GUIDE_PARAMETERS = {
+    "runs.launch": "request sut harness compute driver hints constraints trials phase_models "
+    "metadata idempotency_key timeout benchmark subset impl replay",
+    "runs.tasks": "run_id passed version limit page_token sort",
+    "runs.wait": "run_id timeout poll_interval",
+    "runs.events": "run_id after_seq types limit",
+}
+
+
+@pytest.mark.parametrize("call", sorted(GUIDE_PARAMETERS))
+def test_the_guides_parameters_are_taken_by_both_clients(
+    pair: tuple[Benchwright, AsyncBenchwright], call: str
+) -> None:
+    for client in pair:
+        taken = set(inspect.signature(resolve(client, call)).parameters)
+        missing = set(words(GUIDE_PARAMETERS[call])) - taken
+        assert not missing, f"{type(client).__name__}.{call} lacks {sorted(missing)}"

@@ -58,6 +58,28 @@ def test_launch_forwards_passthrough_fields_untouched(
     }
 
 
+def test_launch_sends_hints_and_phase_models_and_bounds_only_its_request(
+    bw: Benchwright, gateway: FakeGateway
+) -> None:
+    gateway.on("POST", "/v1/runs", httpx.Response(201, json=run_body()))
+    bw.runs.launch(
+        request="Run GSM8K on local/smollm2",
+        hints=("the answer is the last number", "ignore units"),
+        phase_models={"atomize": "openai://gpt-4o"},
+        timeout=7.5,
+    )
+    sent = gateway.seen("POST", "/v1/runs")[0]
+    assert json.loads(sent.content) == {
+        "request": "Run GSM8K on local/smollm2",
+        "hints": ["the answer is the last number", "ignore units"],
+        "phase_models": {"atomize": "openai://gpt-4o"},
+    }
+    assert sent.extensions["timeout"] == dict.fromkeys(("connect", "read", "write", "pool"), 7.5)
+    gateway.on("GET", RUN, httpx.Response(200, json=run_body()))
+    bw.runs.get(RUN_ID)  # the next call is back on the client's own timeout
+    assert gateway.seen("GET", RUN)[0].extensions["timeout"]["read"] != 7.5
+
+
 def test_list_sends_filters_and_parses_the_page(bw: Benchwright, gateway: FakeGateway) -> None:
     gateway.on(
         "GET",
@@ -213,6 +235,24 @@ def test_tasks_pages_and_fetches_payloads(bw: Benchwright, gateway: FakeGateway)
     assert payload.score_meta.parsed == 5
 
     assert [t.index for t in bw.runs.iter_tasks(RUN_ID, page_size=2)] == [0, 1, 2]
+
+
+def test_tasks_asks_for_a_version_and_an_order_and_reads_trials(
+    bw: Benchwright, gateway: FakeGateway
+) -> None:
+    trial = {"trial": 1, "score": 1.0, "outcome": "pass", "output_preview": "4"}
+    row = {**task_row(0, "pass"), "version": 2, "trials": [trial]}
+    body = {"object": "list", "summary": SUMMARY, "data": [row], "next_page_token": None,
+            "version": 2, "versions": [1, 2], "sort": "-score"}  # fmt: skip
+    gateway.on("GET", f"{RUN}/tasks", httpx.Response(200, json=body))
+    page = bw.runs.tasks(RUN_ID, version=2, sort="-score")
+    assert dict(gateway.requests[0].url.params) == {
+        "version": "2",
+        "sort": "-score",
+        "limit": "100",
+    }
+    assert (page.version, page.versions, page.sort) == (2, [1, 2], "-score")
+    assert page.data[0].trials[0].outcome == "pass" and page.data[0].trials[0].trial == 1
 
 
 def test_admin_rebuild_reports_digests(bw: Benchwright, gateway: FakeGateway) -> None:

@@ -219,3 +219,56 @@ async def test_reviews_and_the_restart_cap_park_the_run_until_a_person_answers(
         await platform.shutdown()
         driver.stop()
         sut.stop()
+
+
+async def test_hints_reach_the_driver_and_phase_models_pick_each_phases_model(
+    driven: Any,
+) -> None:
+    platform, driver, sut = driven
+    client = platform.client
+    hint = "the answer is the last number in the reply"
+    launched = await client.post(
+        "/v1/runs",
+        json={
+            "request": "Run four GSM8K problems",
+            "driver": "litellm",
+            "hints": [hint],
+            "phase_models": {"find": "openai://finder-1", "atomize": "openai://scorer-writer-2"},
+            "sut": {"model": "fake", "provider": "openai_compatible", "api_base": sut.base_url},
+        },
+    )
+    assert launched.status_code == 201, launched.text
+    done = await platform.wait_terminal(launched.json()["id"])
+    assert done["status"] == "ok", (done["error"], done["phase"])
+    # Find's two turns, Analyze's two, Atomize's three: each phase on its model.
+    models = [r["body"]["model"] for r in driver.requests]
+    default = models[2]
+    assert models == ["finder-1"] * 2 + [default] * 2 + ["scorer-writer-2"] * 3
+    assert default not in ("finder-1", "scorer-writer-2")
+    atomize_prompt = json.dumps(driver.requests[4]["body"]["messages"][:2])
+    assert hint in atomize_prompt
+    assert hint not in json.dumps(driver.requests[0]["body"]["messages"][:2])
+
+    events = (await client.get(f"/v1/runs/{done['id']}/events", params={"limit": 5000})).json()[
+        "data"
+    ]
+    launched_event = events[0]["data"]
+    assert launched_event["hints"] == [hint]
+    selected = next(e["data"] for e in events if e["type"] == "DriverSelected")
+    assert selected["phase_models"] == {
+        "find": "openai://finder-1",
+        "atomize": "openai://scorer-writer-2",
+    }
+    sut_body = {"model": "fake", "provider": "openai_compatible", "api_base": sut.base_url}
+    for body, field in (
+        ({"request": "Run GSM8K", "driver": "builtin", "phase_models": {"find": "a://b"}},
+         "phase_models"),
+        ({"request": "Run GSM8K", "phase_models": {"materialize": "a://b"}}, "phase_models"),
+        ({"request": "Run GSM8K", "phase_models": {"find": "no-provider"}}, "phase_models"),
+        ({"request": "Run GSM8K", "hints": []}, "hints"),
+        ({"request": "Run GSM8K", "hints": ["x"] * 21}, "hints"),
+        ({"replay": {"from_run": done["id"]}, "hints": "again"}, "hints"),
+    ):  # fmt: skip
+        refused = await client.post("/v1/runs", json={**body, "sut": sut_body})
+        assert refused.status_code == 400, (body, refused.text)
+        assert refused.json()["field"] == field, (body, refused.json())

@@ -286,6 +286,34 @@ async def test_trials_run_k_times_and_reduce_by_the_aggregator(platform: Platfor
             assert all(len(e["data"]["trial_scores"]) == 3 for e in rows_done)
             assert events[0]["data"]["trials"]["plan"]["k"] == 3  # frozen on the run
             results[aggregator] = done["summary"]
+            # Each trial's own result comes back on the rows and in the payload.
+            listed = (
+                await client.get(f"/v1/runs/{run['id']}/tasks", params={"sort": "-index"})
+            ).json()
+            assert (listed["version"], listed["versions"], listed["sort"]) == (1, [1], "-index")
+            assert [t["index"] for t in listed["data"]] == [3, 2, 1, 0]
+            for row in listed["data"]:
+                assert [t["trial"] for t in row["trials"]] == [0, 1, 2]
+                # One of the three calls for a question is answered right (which one
+                # depends on the order the trials ran in).
+                assert sorted(t["outcome"] for t in row["trials"]) == ["fail", "fail", "pass"]
+                assert row["outcome"] == ("pass" if aggregator == "any_pass" else "fail")
+            row = listed["data"][0]
+            payload = (await client.get(f"/v1/runs/{run['id']}/tasks/{row['id']}/payload")).json()
+            assert [t["output"] for t in payload["trials"]] == [
+                e["data"]["output"]
+                for e in sorted(per_trial, key=lambda e: e["data"]["trial"])
+                if e["data"]["index"] == 3
+            ]
+            assert sorted(t["score"] for t in payload["trials"]) == [0.0, 0.0, 1.0]
+            for params, field in (
+                ({"version": 2}, "version"),
+                ({"sort": "colour"}, "sort"),
+                ({"page_token": "t1_2"}, "page_token"),
+            ):
+                refused = await client.get(f"/v1/runs/{run['id']}/tasks", params=params)
+                assert refused.status_code == 400, (params, refused.text)
+                assert refused.json()["field"] == field
         assert results["any_pass"]["passed"] == 4
         assert results["all_pass"]["failed"] == 4
 

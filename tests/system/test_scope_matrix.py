@@ -130,6 +130,7 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "billing:read", "/v1/billing/topups/{topup}", owned=True
     ),
     ("GET", "/v1/billing/transactions"): Entry("billing:read", "/v1/billing/transactions"),
+    ("GET", "/v1/billing/alerts"): Entry("billing:read", "/v1/billing/alerts"),
     ("GET", "/v1/billing/usage_trend"): Entry("billing:read", "/v1/billing/usage_trend"),
     ("GET", "/v1/billing/export"): Entry("billing:read", "/v1/billing/export"),
     # Runs: read.

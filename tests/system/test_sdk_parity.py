@@ -15,7 +15,7 @@ from benchwright import (
     NotFoundError,
     PermissionDeniedError,
 )
-from benchwright_gateway.api.render import RUN_FIELDS
+from benchwright_gateway.render import RUN_FIELDS
 from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer, gsm8k_oracle
 from tests.system.test_pinned_run import gsm8k_rows

@@ -72,6 +72,21 @@ def parse_limits(values: list[str]) -> dict[str, dict[str, float]] | None:
     return limits or None
 
 
+def parse_phase_models(values: list[str]) -> dict[str, str] | None:
+    """``atomize=openai://gpt-4o`` and friends as the launch's ``phase_models``."""
+    models: dict[str, str] = {}
+    for value in values:
+        phase, eq, model = value.partition("=")
+        if not eq or not phase.strip() or "://" not in model:
+            fail(
+                "--phase-model takes PHASE=PROVIDER://MODEL, e.g. atomize=openai://gpt-4o "
+                f"(got {value!r})",
+                code=EXIT_USAGE,
+            )
+        models[phase.strip()] = model.strip()
+    return models or None
+
+
 @dataclass(frozen=True)
 class GateVerdict:
     """How a finished run measured against its gate."""

@@ -86,6 +86,8 @@ def run_table(run: Run, summary: TaskSummary | None = None) -> Table:
         rows.append(("halted", run.halt_reason or "yes"))
     if run.benchmark is not None:
         rows.append(("benchmark", run.benchmark.name or run.benchmark.id))
+        if run.benchmark.substituted_for:
+            rows.append(("in place of", run.benchmark.substituted_for))
     if run.subset is not None:
         rows.append(("subset", run.subset.slug or run.subset.id))
     if run.model is not None:
@@ -260,6 +262,13 @@ class RunProgress:
             self._line(
                 f"✗ {data.get('phase')} failed: {data.get('error_type')}: {data.get('detail')}",
                 "red",
+            )
+        elif event.type == "BenchmarkResolved" and data.get("substituted_for"):
+            self._line(
+                f"! running {data.get('benchmark_name')} in place of "
+                f"{data.get('substituted_for')!r} (the catalog has no such benchmark; "
+                "the request allowed a substitute)",
+                "yellow",
             )
         elif event.type == "DatasetTasksArtifact":
             self._ensure_bar(data.get("selected_tasks"))

@@ -60,8 +60,9 @@ class AsyncRuns:
         limits: Mapping[str, Any] | None = None,
         trials: Mapping[str, Any] | None = None,
         constraints: Any = None,
-        hints: Any = None,
-        phase_models: Mapping[str, Any] | None = None,
+        hints: str | Iterable[str] | None = None,
+        phase_models: Mapping[str, str] | None = None,
+        timeout: float | None = None,
         **extra: Any,
     ) -> Run:
         """Launch a run (natural language, pinned, or a replay); see ``Runs.launch``.
@@ -205,20 +206,39 @@ class AsyncRuns:
         self,
         run_id: str,
         passed: bool | None = None,
+        version: int | None = None,
         limit: int = 100,
         page_token: str | None = None,
+        sort: str | None = None,
     ) -> AsyncTaskList:
-        """One page of task rows plus the summary; ``await .payload(id)`` fetches one."""
-        call = RunCalls.tasks(run_id, passed, limit, page_token, AsyncTaskList)
+        """One page of task rows plus the summary; ``await .payload(id)`` fetches one.
+        The arguments are :meth:`Runs.tasks`'s."""
+        call = RunCalls.tasks(
+            run_id,
+            AsyncTaskList,
+            passed=passed,
+            version=version,
+            limit=limit,
+            page_token=page_token,
+            sort=sort,
+        )
         page = await self._http.send(call)
         return page.bind(lambda row_id: self.payload(run_id, row_id))
 
     async def iter_tasks(
-        self, run_id: str, passed: bool | None = None, page_size: int = 100
+        self,
+        run_id: str,
+        passed: bool | None = None,
+        page_size: int = 100,
+        *,
+        version: int | None = None,
+        sort: str | None = None,
     ) -> AsyncIterator[TaskRow]:
         """Yield every task row of the run, fetching pages as needed."""
         async for item in follow_pages_async(
-            lambda token: self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+            lambda token: self.tasks(
+                run_id, passed, version, limit=page_size, page_token=token, sort=sort
+            )
         ):
             yield item
 

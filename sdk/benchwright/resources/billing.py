@@ -1,4 +1,4 @@
-"""``bw.billing``: balance, controls, top-ups, transactions, usage trend, export.
+"""``bw.billing``: balance, controls, top-ups, transactions, alerts, usage trend, export.
 
 Money the account holds is in cents (``{"amount_cents": ..., "currency": "USD"}``);
 a run's debit is its platform spend (sandboxes and the Driver) with the deployment's
@@ -78,7 +78,7 @@ class _Topups:
 
 
 class _Transactions:
-    """``billing.transactions``: top-ups and run debits."""
+    """``billing.transactions``: top-ups, auto-refills and run debits."""
 
     def __init__(self, http: SyncHTTP) -> None:
         self._http = http
@@ -97,6 +97,18 @@ class _Transactions:
         return parse_dict(self._http.request("GET", "/v1/billing/transactions", params=params))
 
 
+class _Alerts:
+    """``billing.alerts``: what the account was told about its money."""
+
+    def __init__(self, http: SyncHTTP) -> None:
+        self._http = http
+
+    def list(self, limit: int = 100) -> AttrDict:
+        """Alerts, newest first: ``cap_threshold`` (this month's spend reached
+        ``alert_at_cap_pct`` or all of the monthly cap) and ``refill_declined``."""
+        return parse_dict(self._http.request("GET", "/v1/billing/alerts", params={"limit": limit}))
+
+
 class Billing:
     """Reach it as ``Benchwright().billing``."""
 
@@ -106,6 +118,7 @@ class Billing:
         self.controls = _Controls(http)
         self.topups = _Topups(http)
         self.transactions = _Transactions(http)
+        self.alerts = _Alerts(http)
 
     def usage_trend(self, days: int = 30) -> list[AttrDict]:
         """Spend per day (UTC) for the last ``days`` days."""
@@ -172,7 +185,7 @@ class _AsyncTopups:
 
 
 class _AsyncTransactions:
-    """``billing.transactions``: top-ups and run debits."""
+    """``billing.transactions``: top-ups, auto-refills and run debits."""
 
     def __init__(self, http: AsyncHTTP) -> None:
         self._http = http
@@ -190,6 +203,20 @@ class _AsyncTransactions:
         )
 
 
+class _AsyncAlerts:
+    """``billing.alerts``: what the account was told about its money."""
+
+    def __init__(self, http: AsyncHTTP) -> None:
+        self._http = http
+
+    async def list(self, limit: int = 100) -> AttrDict:
+        """Alerts, newest first: ``cap_threshold`` (this month's spend reached
+        ``alert_at_cap_pct`` or all of the monthly cap) and ``refill_declined``."""
+        return parse_dict(
+            await self._http.request("GET", "/v1/billing/alerts", params={"limit": limit})
+        )
+
+
 class AsyncBilling:
     """Reach it as ``AsyncBenchwright().billing``."""
 
@@ -199,6 +226,7 @@ class AsyncBilling:
         self.controls = _AsyncControls(http)
         self.topups = _AsyncTopups(http)
         self.transactions = _AsyncTransactions(http)
+        self.alerts = _AsyncAlerts(http)
 
     async def usage_trend(self, days: int = 30) -> list[AttrDict]:
         """Spend per day (UTC) for the last ``days`` days."""

@@ -52,8 +52,9 @@ class Runs:
         limits: Mapping[str, Any] | None = None,
         trials: Mapping[str, Any] | None = None,
         constraints: Any = None,
-        hints: Any = None,
-        phase_models: Mapping[str, Any] | None = None,
+        hints: str | Iterable[str] | None = None,
+        phase_models: Mapping[str, str] | None = None,
+        timeout: float | None = None,
         **extra: Any,
     ) -> Run:
         """Launch a run and return it as created (usually still ``running``).
@@ -63,9 +64,14 @@ class Runs:
         ``impl=``) to pin a catalog entry, or ``replay={"from_run": anchor_id}`` to
         reuse an anchor run's exact tasks and impl. ``sut`` is the model under test,
         ``{"model": ..., "provider": ...}``; ``driver`` is what drives the pipeline,
-        not what it tests. ``metadata`` is behavioural configuration (``limit``...),
-        not a queryable tag. Every field is forwarded as given and validated by the
-        server.
+        not what it tests. ``hints`` is guidance for the Driver (a sentence or a list
+        of them: "the answer is the last number", "score case-insensitively"), part
+        of the run's fingerprint; ``phase_models`` gives the LLM Driver another model
+        for a phase (``{"atomize": "openai://gpt-4o"}``; phases ``find``,
+        ``analyze``, ``atomize``). ``metadata`` is behavioural configuration
+        (``limit``...), not a queryable tag. Every field is forwarded as given and
+        validated by the server; ``timeout`` bounds this request (seconds), not the
+        run (see :meth:`wait`).
 
         Without an ``idempotency_key`` one is generated, so the SDK's own retries can
         never launch (and bill) the same run twice; pass your own to make *your*
@@ -258,21 +264,47 @@ class Runs:
         self,
         run_id: str,
         passed: bool | None = None,
+        version: int | None = None,
         limit: int = 100,
         page_token: str | None = None,
+        sort: str | None = None,
     ) -> TaskList:
-        """One page of slim task rows plus the run-wide ``summary`` (over every task,
-        not just this page); ``.payload(row_id)`` fetches one row's full
-        input/expected/output. ``passed=False`` lists the failures."""
-        page = self._http.send(RunCalls.tasks(run_id, passed, limit, page_token, TaskList))
-        return page.bind(lambda row_id: self.payload(run_id, row_id))
+        """One page of slim task rows plus the ``summary`` of the same sweep (over every
+        task, not just this page); ``.payload(row_id)`` fetches one row's full
+        input/expected/output and each trial's result. ``passed=False`` lists the
+        failures.
+
+        ``version`` picks a Materialize invocation (a run that restarted Materialize
+        has several, listed in ``.versions``); by default the latest, the one the
+        run's summary covers. ``sort`` is ``index`` (the default), ``score``,
+        ``duration_ms`` or ``task_id``, with ``-`` first for descending. Rows of a run
+        launched with ``trials`` carry each trial's result in ``trials``.
+        """
+        call = RunCalls.tasks(
+            run_id,
+            TaskList,
+            passed=passed,
+            version=version,
+            limit=limit,
+            page_token=page_token,
+            sort=sort,
+        )
+        return self._http.send(call).bind(lambda row_id: self.payload(run_id, row_id))
 
     def iter_tasks(
-        self, run_id: str, passed: bool | None = None, page_size: int = 100
+        self,
+        run_id: str,
+        passed: bool | None = None,
+        page_size: int = 100,
+        *,
+        version: int | None = None,
+        sort: str | None = None,
     ) -> Iterator[TaskRow]:
         """Yield every task row of the run, fetching pages as needed."""
         return follow_pages(
-            lambda token: self.tasks(run_id, passed=passed, limit=page_size, page_token=token)
+            lambda token: self.tasks(
+                run_id, passed, version, limit=page_size, page_token=token, sort=sort
+            )
         )
 
     def payload(self, run_id: str, row_id: str) -> TaskPayload:

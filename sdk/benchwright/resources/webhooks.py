@@ -36,6 +36,7 @@ from ._common import parse, path_id
 
 __all__ = [
     "EVENT_TYPES",
+    "RUN_EVENT_TYPES",
     "AsyncWebhooks",
     "DeletedWebhook",
     "Webhook",
@@ -49,8 +50,11 @@ __all__ = [
     "construct_event",
 ]
 
-# What an endpoint can subscribe to (a test delivery can also send ``ping``).
-EVENT_TYPES = ("run.finished", "run.failed", "run.halted")
+# What an endpoint can subscribe to (a test delivery can also send ``ping``). An
+# endpoint created without ``events`` hears of runs; ``billing.alert`` (an alert
+# about the account's money, its ``data`` the alert) is asked for by name.
+RUN_EVENT_TYPES = ("run.finished", "run.failed", "run.halted")
+EVENT_TYPES = (*RUN_EVENT_TYPES, "billing.alert")
 DEFAULT_TOLERANCE_S = 300
 
 
@@ -81,11 +85,15 @@ class Webhook(_Model):
 
 
 class WebhookList(_Model):
+    """Your webhooks, in the order they were registered."""
+
     object: str = "list"
     data: list[Webhook] = Field(default_factory=list)
 
 
 class DeletedWebhook(_Model):
+    """What ``webhooks.delete`` answers: the endpoint is gone."""
+
     id: str
     object: str = "webhook"
     deleted: bool = True
@@ -120,6 +128,8 @@ class WebhookDelivery(_Model):
 
 
 class WebhookDeliveryList(_Model):
+    """One page of a webhook's deliveries, newest first; pass ``next_page_token`` on."""
+
     object: str = "list"
     data: list[WebhookDelivery] = Field(default_factory=list)
     next_page_token: str | None = None
@@ -225,7 +235,7 @@ class Webhooks:
     def create(
         self,
         url: str,
-        events: Iterable[str] = EVENT_TYPES,
+        events: Iterable[str] = RUN_EVENT_TYPES,
         *,
         description: str = "",
         idempotency_key: str | None = None,
@@ -320,7 +330,7 @@ class AsyncWebhooks:
     async def create(
         self,
         url: str,
-        events: Iterable[str] = EVENT_TYPES,
+        events: Iterable[str] = RUN_EVENT_TYPES,
         *,
         description: str = "",
         idempotency_key: str | None = None,

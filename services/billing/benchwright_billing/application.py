@@ -1,7 +1,10 @@
-"""Billing's application: top-ups and controls in its event store, spend from the ledger.
+"""Billing's application: top-ups, controls, alerts and refills in its event store,
+spend from the ledger.
 
-Reads combine the two: the account aggregate holds what came in (top-ups) and
-what the account allows itself (controls); the ledger view holds what went out.
+Reads combine the two: the account aggregate holds what came in (top-ups,
+refills), what the account allows itself (controls) and what it was told
+(alerts); the ledger view holds what went out. Alerts are relayed from the
+store to ``bw.evt.billing.alert_raised.v1`` (``translate_notification``).
 """
 
 import csv
@@ -11,38 +14,61 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import Notification
 
 from benchwright_billing.domain import (
+    MICROS_PER_CENT,
     BillingAccount,
-    BillingError,
     billed_micros,
     cents,
     headroom_problem,
 )
+from benchwright_billing.ports import Charge
 from benchwright_shared.contracts.billing import (
     BalanceView,
+    BillingAlert,
+    BillingAlertRaised,
     BillingControls,
     Money,
     TopupView,
     Transaction,
     UsageDay,
 )
+from benchwright_shared.refusal import Refused
+from benchwright_shared.relay import RelayedApplication
 
 
 def money(micros: int) -> Money:
     return Money(amount_cents=cents(micros))
 
 
-class BillingApplication(Application[uuid.UUID]):
+def month_start(now: datetime) -> str:
+    """The first day (UTC) of ``now``'s month, ISO: where this month's spend starts."""
+    return now.astimezone(UTC).date().replace(day=1).isoformat()
+
+
+class BillingApplication(RelayedApplication):
     name = "billing"
 
-    def __init__(self, env: dict[str, str], *, markup: float, enforce: bool) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        markup: float,
+        enforce: bool,
+        payment_provider: str | None = None,
+    ) -> None:
         super().__init__(env=env)
         self.markup = markup
         self.enforce = enforce
-        # No payment provider in a self-hosted deployment: a top-up is a bookkeeping
-        # credit, applied at once, and auto-refill (which needs a card) is refused.
-        self.payments = False
+        # The provider auto-refills charge (``BW_PAYMENT_PROVIDER``). Without one (a
+        # self-hosted deployment) a top-up is a bookkeeping credit, applied at once,
+        # and auto-refill, which needs a card, is refused.
+        self.payment_provider = payment_provider
+
+    @property
+    def payments(self) -> bool:
+        return self.payment_provider is not None
 
     def account(self, account: str) -> BillingAccount:
         try:
@@ -69,7 +95,7 @@ class BillingApplication(Application[uuid.UUID]):
     def topup(self, account: str, topup_id: str) -> TopupView:
         found = self.account(account).topups.get(topup_id)
         if found is None:
-            raise BillingError(404, "top-up not found", f"no top-up {topup_id!r}", "topup_id")
+            raise Refused(404, "top-up not found", f"no top-up {topup_id!r}", field="topup_id")
         return TopupView(
             id=topup_id,
             amount=Money(amount_cents=found["amount_cents"]),
@@ -79,36 +105,109 @@ class BillingApplication(Application[uuid.UUID]):
         )
 
     def run_billed(self, run: dict[str, Any]) -> int:
-        return billed_micros(run["sandbox"], run["driver"], self.markup)
+        return billed_micros(run["sandbox"], run["driver"], self.markup, run.get("narration", 0))
+
+    def _left_and_month(
+        self,
+        holder: BillingAccount,
+        runs: list[dict[str, Any]],
+        month_days: list[dict[str, Any]],
+    ) -> tuple[int, int]:
+        """(the balance, this month's billed spend), in micro-dollars."""
+        left = holder.credits_micros - sum(self.run_billed(r) for r in runs)
+        return left, self.billed_by_source(month_days)
 
     def balance(
         self, account: str, runs: list[dict[str, Any]], month_days: list[dict[str, Any]]
     ) -> BalanceView:
         holder = self.account(account)
-        left = holder.credits_micros - sum(self.run_billed(r) for r in runs)
-        month = self.billed_by_source(month_days)
+        left, month = self._left_and_month(holder, runs, month_days)
         controls = BillingControls.model_validate(holder.controls)
         cap = controls.monthly_cap_cents
         stop = headroom_problem(balance_micros=left, month_micros=month, monthly_cap_cents=cap)
+        # Shown as the statement adds up: credits less each debit as listed, in cents
+        # (rounding the sum instead could differ from the transactions by a cent).
+        statement = holder.credits_micros // MICROS_PER_CENT - sum(
+            cents(self.run_billed(r)) for r in runs
+        )
         return BalanceView(
             account=account,
-            balance=money(left),
+            balance=Money(amount_cents=statement),
             month_spent=money(month),
             monthly_cap=Money(amount_cents=cap) if cap is not None else None,
             enforced=self.enforce,
             stop_reason=stop if self.enforce else None,
             controls=controls,
+            payment_provider=self.payment_provider,
         )
 
     def billed_by_source(self, days: list[dict[str, Any]]) -> int:
-        by_source = {"sandbox": 0, "driver": 0}
+        by_source = {"sandbox": 0, "driver": 0, "narration": 0}
         for row in days:
             if row["source"] in by_source:
                 by_source[row["source"]] += int(row["micros"] or 0)
-        return billed_micros(by_source["sandbox"], by_source["driver"], self.markup)
+        return billed_micros(
+            by_source["sandbox"], by_source["driver"], self.markup, by_source["narration"]
+        )
+
+    # -- alerts and auto-refill -----------------------------------------------------------
+    def watched(self, account: str) -> bool:
+        """Whether spend can alert or refill this account (else a check is skipped)."""
+        return self.account(account).watched
+
+    def check(
+        self,
+        account: str,
+        runs: list[dict[str, Any]],
+        month_days: list[dict[str, Any]],
+        now: datetime,
+    ) -> dict[str, Any] | None:
+        """Raise the alerts the account's spend calls for and ask for an auto-refill
+        when its balance ran below the threshold; the refill to charge, if any
+        (``refill_id``, ``amount_cents``), newly asked for or still unanswered."""
+        holder = self.account(account)
+        if not holder.watched and holder.pending_refill() is None:
+            return None
+        left, month = self._left_and_month(holder, runs, month_days)
+        refill_id = f"rfl_{uuid.uuid4().hex[:24]}" if self.payments else None
+        refill = holder.watch(balance_micros=left, month_micros=month, now=now, refill_id=refill_id)
+        if holder.pending_events:
+            self.save(holder)
+        return refill
+
+    def settle_refill(
+        self,
+        account: str,
+        refill_id: str,
+        charge: Charge,
+        runs: list[dict[str, Any]],
+        month_days: list[dict[str, Any]],
+        now: datetime,
+    ) -> None:
+        """Record the provider's answer to a refill: a credit, or a decline and its alert."""
+        holder = self.account(account)
+        left, month = self._left_and_month(holder, runs, month_days)
+        holder.settle_refill(
+            refill_id,
+            succeeded=charge.succeeded,
+            reference=charge.reference,
+            detail=charge.detail,
+            provider=self.payment_provider or "",
+            balance_micros=left,
+            month_micros=month,
+            at=now,
+        )
+        if holder.pending_events:
+            self.save(holder)
+
+    def alerts(self, account: str, limit: int = 100) -> list[BillingAlert]:
+        """The account's alerts, newest first."""
+        found = self.account(account).alerts
+        return [BillingAlert.model_validate(a) for a in reversed(found[-limit:])]
 
     def transactions(self, account: str, runs: list[dict[str, Any]]) -> list[Transaction]:
-        """Every credit and run debit, newest first."""
+        """Every credit (top-ups, auto-refills) and run debit, newest first."""
+        holder = self.account(account)
         out = [
             Transaction(
                 id=topup_id,
@@ -118,7 +217,19 @@ class BillingApplication(Application[uuid.UUID]):
                 created_at=datetime.fromisoformat(t["at"]),
                 description=f"top-up ({t['flow']})",
             )
-            for topup_id, t in self.account(account).topups.items()
+            for topup_id, t in holder.topups.items()
+        ]
+        out += [
+            Transaction(
+                id=refill_id,
+                kind="auto_refill",
+                amount=Money(amount_cents=int(r["amount_cents"])),
+                reference_id=str(r["reference"]),
+                created_at=datetime.fromisoformat(r["settled_at"]),
+                description=f"auto-refill ({r['provider']})",
+            )
+            for refill_id, r in holder.refills.items()
+            if r["status"] == "succeeded"
         ]
         for run in runs:
             billed = self.run_billed(run)
@@ -130,7 +241,7 @@ class BillingApplication(Application[uuid.UUID]):
                         amount=Money(amount_cents=-cents(billed)),
                         reference_id=run["run_id"],
                         created_at=datetime.fromisoformat(run["at"]),
-                        description="run spend: sandbox and Driver",
+                        description="run spend: sandbox, Driver and narration",
                     )
                 )
         return sorted(out, key=lambda t: (t.created_at, t.id), reverse=True)
@@ -187,8 +298,23 @@ def runs_csv(runs: list[dict[str, Any]], markup: float) -> str:
         ]
     )
     for run in runs:
-        billed = billed_micros(run["sandbox"], run["driver"], markup)
+        billed = billed_micros(run["sandbox"], run["driver"], markup, run.get("narration", 0))
         writer.writerow(
             [run["run_id"], run["at"], run["model"], run["sandbox"], run["driver"], cents(billed)]
         )
     return out.getvalue()
+
+
+ALERT_RAISED = "BillingAccount.AlertRaised"
+
+
+def translate_notification(
+    app: Application[Any], notification: Notification
+) -> tuple[str, bytes] | None:
+    """Relay translator: an account's ``AlertRaised`` becomes ``BillingAlertRaised``;
+    every other private event stays private."""
+    if not notification.topic.endswith(ALERT_RAISED):
+        return None
+    event = app.mapper.to_domain_event(notification)
+    raised = BillingAlertRaised(alert=BillingAlert.model_validate(event.alert))  # type: ignore[attr-defined]
+    return raised.subject, raised.to_bytes()

@@ -4,16 +4,22 @@ from datetime import UTC, date, datetime, timedelta
 
 from faststream.nats import NatsRouter
 
-from benchwright_billing.application import BillingApplication, runs_csv, transactions_csv
-from benchwright_billing.domain import BillingError
+from benchwright_billing.application import (
+    BillingApplication,
+    month_start,
+    runs_csv,
+    transactions_csv,
+)
 from benchwright_billing.projections import account_days, account_runs
+from benchwright_billing.watch import AccountWatch
 from benchwright_shared import subjects
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.billing import (
     BalanceView,
+    BillingAlertsPage,
     BillingExport,
     CreateTopup,
     ExportBilling,
+    ListBillingAlerts,
     ListTransactions,
     ReadBalance,
     ReadTopup,
@@ -24,29 +30,22 @@ from benchwright_shared.contracts.billing import (
     UsageTrend,
 )
 from benchwright_shared.projection_runner import ProjectionHost
+from benchwright_shared.refusal import Refused
 from benchwright_shared.store import BlockingStore
 
 
-def _problem(exc: BillingError) -> Problem:
-    return Problem(
-        status=exc.status,
-        title=exc.title,
-        detail=exc.detail,
-        field=exc.field,
-        extra={"code": exc.code} if exc.code else None,
-    )
-
-
-def _month_start() -> str:
-    return datetime.now(UTC).date().replace(day=1).isoformat()
-
-
 def register(
-    router: NatsRouter, app: BillingApplication, store: BlockingStore, views: ProjectionHost
+    router: NatsRouter,
+    app: BillingApplication,
+    store: BlockingStore,
+    views: ProjectionHost,
+    watch: AccountWatch,
 ) -> None:
     async def balance(account: str) -> BalanceView:
         runs = await views.read(lambda cur: account_runs(cur, account))
-        month = await views.read(lambda cur: account_days(cur, account, _month_start()))
+        month = await views.read(
+            lambda cur: account_days(cur, account, month_start(datetime.now(UTC)))
+        )
         return await store.run(app.balance, account, runs, month)
 
     @router.subscriber(subjects.READ_BALANCE, queue="billing")
@@ -57,29 +56,37 @@ def register(
     async def update_controls(command: UpdateBillingControls) -> BalanceView:
         try:
             await store.run(app.update_controls, command.account, command.changes)
-        except BillingError as exc:
-            return BalanceView(problem=_problem(exc))
+        except Refused as exc:
+            return BalanceView(problem=exc.problem())
+        # A cap already passed alerts now; a balance already low refills now.
+        watch.touch(command.account)
         return await balance(command.account)
 
     @router.subscriber(subjects.CREATE_TOPUP, queue="billing")
     async def create_topup(command: CreateTopup) -> TopupView:
         try:
-            return await store.run(
+            topup = await store.run(
                 app.top_up,
                 command.account,
                 command.amount_cents,
                 command.flow,
                 command.idempotency_key,
             )
-        except BillingError as exc:
-            return TopupView(problem=_problem(exc))
+        except Refused as exc:
+            return TopupView(problem=exc.problem())
+        watch.touch(command.account)  # a top-up lifts a declined refill's block
+        return topup
+
+    @router.subscriber(subjects.LIST_BILLING_ALERTS, queue="billing")
+    async def list_alerts(query: ListBillingAlerts) -> BillingAlertsPage:
+        return BillingAlertsPage(data=await store.run(app.alerts, query.account, query.limit))
 
     @router.subscriber(subjects.READ_TOPUP, queue="billing")
     async def read_topup(query: ReadTopup) -> TopupView:
         try:
             return await store.run(app.topup, query.account, query.topup_id)
-        except BillingError as exc:
-            return TopupView(problem=_problem(exc))
+        except Refused as exc:
+            return TopupView(problem=exc.problem())
 
     @router.subscriber(subjects.LIST_TRANSACTIONS, queue="billing")
     async def list_transactions(query: ListTransactions) -> TransactionsPage:
@@ -90,8 +97,8 @@ def register(
         try:
             start = int(query.page_token or 0)
         except ValueError:
-            error = BillingError(400, "bad page token", "page_token is not one we issued")
-            return TransactionsPage(problem=_problem(error))
+            error = Refused(400, "bad page token", "page_token is not one we issued")
+            return TransactionsPage(problem=error.problem())
         end = start + query.limit
         return TransactionsPage(
             data=found[start:end], next_page_token=str(end) if end < len(found) else None

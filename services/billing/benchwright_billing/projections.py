@@ -4,10 +4,11 @@ Rows are keyed by the event's own id (a model call's ``call_id``, a sandbox's
 id), so even a duplicate that reached the stream twice is counted once.
 """
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from benchwright_billing.domain import CostLine, validate
+from benchwright_billing.domain import SOURCES, CostLine, validate
 from benchwright_shared import subjects
 from benchwright_shared.projection import Projection, ViewCursor
 
@@ -33,11 +34,17 @@ class LedgerProjection(Projection):
     }
     indexes = ("ledger(run_id)", "ledger(account, recorded_at)")
 
+    def __init__(self, on_line: Callable[[str], None] | None = None) -> None:
+        # Told the account of every cost line applied (billing's watch looks at it).
+        self.on_line = on_line
+
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
         entry = _cost_line(message)
         if entry is None:
             return
         entry_id, line, recorded_at = entry
+        if self.on_line is not None:
+            self.on_line(line.account)
         cur.execute(
             f"INSERT INTO {cur.table('ledger')} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (entry_id) DO NOTHING",
@@ -68,7 +75,9 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine, str] | None:
                 CostLine(
                     account=message["account"],
                     run_id=message["run_id"],
-                    # The proxy's windows are the SUT's spend; the orchestrator's, the Driver's.
+                    # The proxy's windows are the SUT's spend (``proxy_linger`` for calls
+                    # that finished after the run's key was revoked); the
+                    # orchestrator's, the Driver's.
                     source=message.get("source") or "model",
                     micros=int(message.get("cost_micros", 0)),
                     prompt_tokens=int(message.get("prompt_tokens", 0)),
@@ -112,11 +121,21 @@ def account_runs(cur: ViewCursor, account: str) -> list[dict[str, Any]]:
     for row in cur.fetchall():
         run = runs.setdefault(
             row["run_id"],
-            {"run_id": row["run_id"], "model": 0, "sandbox": 0, "driver": 0, "at": row["at"]},
+            {
+                "run_id": row["run_id"],
+                **dict.fromkeys(SOURCES, 0),
+                "at": row["at"],
+            },
         )
         run[row["source"]] = int(row["micros"] or 0)
         run["at"] = max(run["at"], row["at"])
     return sorted(runs.values(), key=lambda r: (r["at"], r["run_id"]))
+
+
+def accounts(cur: ViewCursor) -> list[str]:
+    """Every account with a cost line."""
+    cur.execute(f"SELECT DISTINCT account FROM {cur.table('ledger')}")
+    return [str(row["account"]) for row in cur.fetchall()]
 
 
 def account_days(cur: ViewCursor, account: str, since: str) -> list[dict[str, Any]]:
@@ -130,24 +149,28 @@ def account_days(cur: ViewCursor, account: str, since: str) -> list[dict[str, An
     return [dict(row) for row in cur.fetchall()]
 
 
+# The LLM sources counted in calls and tokens, and the prefix of their keys in
+# ``RunCost`` (the model's keep their historical, unprefixed names).
+COUNTED = {"model": "", "narration": "narration_", "proxy_linger": "proxy_linger_"}
+
+
 def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:
+    """A run's spend by source (micro-dollars), with calls and tokens for the LLM ones."""
     cur.execute(
         f"SELECT source, SUM(micros) AS micros, SUM(calls) AS n, SUM(prompt_tokens) AS pt, "
         f"SUM(completion_tokens) AS ct FROM {cur.table('ledger')} WHERE run_id = ? GROUP BY source",
         [run_id],
     )
-    out = {
-        "model_micros": 0,
-        "sandbox_micros": 0,
-        "driver_micros": 0,
-        "model_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-    }
+    out = {f"{source}_micros": 0 for source in SOURCES}
+    for prefix in COUNTED.values():
+        out |= {f"{prefix or 'model_'}calls": 0, f"{prefix}prompt_tokens": 0}
+        out[f"{prefix}completion_tokens"] = 0
     for row in cur.fetchall():
-        out[f"{row['source']}_micros"] = int(row["micros"] or 0)
-        if row["source"] == "model":
-            out["model_calls"] = int(row["n"] or 0)
-            out["prompt_tokens"] = int(row["pt"] or 0)
-            out["completion_tokens"] = int(row["ct"] or 0)
+        source = row["source"]
+        out[f"{source}_micros"] = int(row["micros"] or 0)
+        if source in COUNTED:
+            prefix = COUNTED[source]
+            out[f"{prefix or 'model_'}calls"] = int(row["n"] or 0)
+            out[f"{prefix}prompt_tokens"] = int(row["pt"] or 0)
+            out[f"{prefix}completion_tokens"] = int(row["ct"] or 0)
     return out

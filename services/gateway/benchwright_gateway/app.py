@@ -19,6 +19,7 @@ from benchwright_gateway.api import (
     artifacts,
     errors,
     launch,
+    lookup,
     openapi,
     registry,
     runs,
@@ -30,9 +31,9 @@ from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api import settings as settings_api
 from benchwright_gateway.api import webhooks as webhooks_api
 from benchwright_gateway.api.auth import Principal, principal_dependency
-from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.guard import BodyGuard, Contained
 from benchwright_gateway.application import GatewayApplication
+from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
 from benchwright_gateway.webhooks.delivery import Webhooks
@@ -61,7 +62,9 @@ class GatewayService:
             blocking=self.blocking,
         )
         self.ctx = GatewayContext(self.settings, self.app, self.views.store, self.blocking)
-        self.webhooks = Webhooks(self.settings, self.router, self.ctx)
+        self.webhooks = Webhooks(
+            self.settings, self.router, self.ctx, lambda row: lookup.show(self.ctx, row)
+        )
         self.http = self.build_http()
         self._server: uvicorn.Server | None = None
         self._serve_task: asyncio.Task[None] | None = None

@@ -27,21 +27,13 @@ from benchwright_gateway.domain import (
     token_hash,
 )
 from benchwright_shared.ids import new_pat
+from benchwright_shared.refusal import Refused
 
 
 @functools.cache
 def _decoy_hash() -> str:
     """A hash no password opens, checked in place of an unknown user's."""
     return hash_password(secrets.token_urlsafe(32), secrets.token_bytes(16))
-
-
-class AccessError(Exception):
-    """A credential or a request for one was refused; ``status`` says how."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -63,7 +55,7 @@ class GatewayApplication(Application[uuid.UUID]):
     ) -> Login:
         """A new login (and, without ``account``, a new account for it)."""
         if len(password) < 12:
-            raise AccessError(400, "a password needs at least 12 characters")
+            raise Refused(400, detail="a password needs at least 12 characters", field="password")
         login = Login(
             username,
             account or f"acct_{uuid.uuid4().hex[:12]}",
@@ -73,7 +65,9 @@ class GatewayApplication(Application[uuid.UUID]):
         try:
             self.save(login)
         except RecordConflictError:
-            raise AccessError(409, f"the username {username!r} is taken") from None
+            raise Refused(
+                409, detail=f"the username {username!r} is taken", field="username"
+            ) from None
         return login
 
     def find_login(self, username: str) -> Login | None:
@@ -89,7 +83,9 @@ class GatewayApplication(Application[uuid.UUID]):
         # an unknown user's password is checked too, against a decoy.
         stored = login.password_hash if login is not None else _decoy_hash()
         if not password_matches(password, stored) or login is None:
-            raise AccessError(401, "unknown username or wrong password")
+            raise Refused(
+                401, "login failed", "unknown username or wrong password", field="password"
+            )
         token = SESSION_PREFIX + secrets.token_urlsafe(32)
         session = Session(
             token_hash(token), login.account, login.username, login.admin,
@@ -103,7 +99,9 @@ class GatewayApplication(Application[uuid.UUID]):
         """Mint a PAT; the plain token is returned once and never stored."""
         unknown = sorted(set(scopes) - set(ALL_SCOPES))
         if unknown:
-            raise AccessError(400, f"unknown scopes {unknown}; known: {list(ALL_SCOPES)}")
+            raise Refused(
+                400, detail=f"unknown scopes {unknown}; known: {list(ALL_SCOPES)}", field="scopes"
+            )
         token = new_pat()
         hashed = token_hash(token)
         index = self._token_index(account)
@@ -121,7 +119,7 @@ class GatewayApplication(Application[uuid.UUID]):
         index = self._token_index(account)
         entry = index.tokens.get(token_id)
         if entry is None:
-            raise AccessError(404, f"no token {token_id!r}")
+            raise Refused(404, detail=f"no token {token_id!r}", field="token_id")
         if entry["revoked"]:
             return
         token: AccessToken = self.repository.get(AccessToken.create_id(str(entry["hashed"])))

@@ -9,17 +9,33 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchwright_shared.contracts.run_events import (
+    AtomizeArtifact,
+    BenchmarkResolved,
+    DatasetTasksArtifact,
+    DriverSelected,
+    HaltCleared,
+    MaterializeTaskAggregated,
+    PhaseStarted,
+    PipelineFinished,
+    RunDeleted,
+    RunHalted,
+    RunLaunched,
+    RunUpdated,
+    SetupArtifact,
+)
 from benchwright_shared.outcomes import is_infra_error
 from benchwright_shared.projection import Projection, ViewCursor
+from benchwright_shared.run_log import run_event_table, run_event_type
 
 OUTPUT_PREVIEW_CHARS = 200
 # Messages after which a run may show its terminal status (``RunsProjection._settle``).
-SETTLING = frozenset({"MaterializeTaskAggregated", "PipelineFinished"})
+SETTLING = frozenset({run_event_type(MaterializeTaskAggregated), run_event_type(PipelineFinished)})
 
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 5
+    version = 6
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -33,13 +49,23 @@ class RunsProjection(Projection):
             "visibility TEXT NOT NULL DEFAULT 'private', "
             # A finished run whose task rows are not all in yet (a redelivered batch
             # can land after the terminal event) shows as running until they are.
-            "final_status TEXT, final_total INTEGER"
+            "final_status TEXT, final_total INTEGER, "
+            # The benchmark the request named when another ran in its place.
+            "substituted_for TEXT"
         ),
         "tasks": (
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
             "task_id TEXT NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
             "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
             "trial_scores TEXT, PRIMARY KEY (run_id, invocation, idx)"
+        ),
+        # One row per trial of a task: the task row above holds the latest trial's
+        # output and the aggregate; these keep each trial's own result.
+        "trials": (
+            "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
+            "trial INTEGER NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
+            "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
+            "PRIMARY KEY (run_id, invocation, idx, trial)"
         ),
     }
     indexes = ("runs(account, created_at)", "tasks(run_id, outcome)")
@@ -59,17 +85,20 @@ class RunsProjection(Projection):
         #   lands after an earlier one. Any other message ends the stretch first.
         last: dict[str, int] = {}
         unsettled: dict[str, None] = {}
-        rows: dict[str, list[list[Any]]] = {kind: [] for kind in TASK_ROWS}
+        rows: dict[str, list[list[Any]]] = {write: [] for write in TASK_UPSERTS}
         for message in messages:
             kind = message.get("type")
             run_id = message["run_id"]
-            if kind in TASK_ROWS:
-                rows[kind].append(TASK_ROWS[kind](run_id, message.get("data", {})))
+            if kind in TASK_WRITES:
+                for write in TASK_WRITES[kind]:
+                    rows[write].append(TASK_ROWS[write](run_id, message.get("data", {})))
             else:
                 self._write_task_rows(cur, rows)
-                handler = getattr(self, f"_on_{kind}", None)
+                # A type without a handler (one a newer orchestrator writes, say)
+                # changes nothing here but the run's ``last_seq``.
+                handler = HANDLERS.get(kind or "")
                 if handler is not None:
-                    handler(cur, run_id, message.get("data", {}), message)
+                    handler(self, cur, run_id, message.get("data", {}), message)
             if kind in SETTLING:
                 unsettled[run_id] = None
             if kind != "RunLaunched":
@@ -84,9 +113,10 @@ class RunsProjection(Projection):
             )
 
     def _write_task_rows(self, cur: ViewCursor, rows: dict[str, list[list[Any]]]) -> None:
-        for kind, pending in rows.items():
+        tables = {"tasks": cur.table("tasks"), "trials": cur.table("trials")}
+        for write, pending in rows.items():
             if pending:
-                cur.executemany(TASK_UPSERTS[kind].format(tasks=cur.table("tasks")), pending)
+                cur.executemany(TASK_UPSERTS[write].format(**tables), pending)
                 pending.clear()
 
     def _on_RunLaunched(
@@ -132,13 +162,15 @@ class RunsProjection(Projection):
     ) -> None:
         cur.execute(
             f"UPDATE {cur.table('runs')} SET benchmark_id = ?, benchmark_name = ?, "
-            "subset_id = ?, subset_slug = ?, model = COALESCE(?, model) WHERE run_id = ?",
+            "subset_id = ?, subset_slug = ?, model = COALESCE(?, model), substituted_for = ? "
+            "WHERE run_id = ?",
             [
                 d["benchmark_id"],
                 d["benchmark_name"],
                 d["subset_id"],
                 d["subset_slug"],
                 json.dumps(d["sut"]) if d.get("sut") else None,
+                d.get("substituted_for"),
                 run_id,
             ],
         )
@@ -185,6 +217,7 @@ class RunsProjection(Projection):
     ) -> None:
         cur.execute(f"UPDATE {cur.table('runs')} SET deleted = 1 WHERE run_id = ?", [run_id])
         cur.execute(f"DELETE FROM {cur.table('tasks')} WHERE run_id = ?", [run_id])
+        cur.execute(f"DELETE FROM {cur.table('trials')} WHERE run_id = ?", [run_id])
 
     def _on_PhaseStarted(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -249,7 +282,28 @@ class RunsProjection(Projection):
         )
 
 
-# -- task rows: one upsert per message kind, each writing its own columns ------------
+# The run-log types the runs row follows, each to its handler: keyed by the shared
+# models, so only a type of the vocabulary can be named. (Task messages go through
+# ``TASK_WRITES`` instead.)
+HANDLERS = run_event_table(
+    {
+        RunLaunched: RunsProjection._on_RunLaunched,
+        DriverSelected: RunsProjection._on_DriverSelected,
+        BenchmarkResolved: RunsProjection._on_BenchmarkResolved,
+        PhaseStarted: RunsProjection._on_PhaseStarted,
+        DatasetTasksArtifact: RunsProjection._on_DatasetTasksArtifact,
+        SetupArtifact: RunsProjection._on_SetupArtifact,
+        AtomizeArtifact: RunsProjection._on_AtomizeArtifact,
+        RunHalted: RunsProjection._on_RunHalted,
+        HaltCleared: RunsProjection._on_HaltCleared,
+        RunUpdated: RunsProjection._on_RunUpdated,
+        RunDeleted: RunsProjection._on_RunDeleted,
+        PipelineFinished: RunsProjection._on_PipelineFinished,
+    }
+)
+
+
+# -- task rows: each message kind writes its own columns, one upsert per kind --------
 def _result_row(run_id: str, d: dict[str, Any]) -> list[Any]:
     return [
         run_id,
@@ -276,19 +330,49 @@ def _aggregated_row(run_id: str, d: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _trial_row(run_id: str, d: dict[str, Any]) -> list[Any]:
+    return [
+        run_id,
+        d.get("invocation", 1),
+        d["index"],
+        d.get("trial", 0),
+        d.get("score"),
+        d.get("outcome"),
+        d.get("output"),
+        d.get("error_type"),
+        d.get("error"),
+        d.get("duration_ms", 0),
+        json.dumps(d.get("score_meta") or {}),
+    ]
+
+
+# Which writes each task message makes: a result lands on its task row and as its trial.
+TASK_WRITES: dict[str, tuple[str, ...]] = {
+    "MaterializeTaskResult": ("result", "trial"),
+    "MaterializeTaskAggregated": ("aggregated",),
+}
 TASK_ROWS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
-    "MaterializeTaskResult": _result_row,
-    "MaterializeTaskAggregated": _aggregated_row,
+    "result": _result_row,
+    "trial": _trial_row,
+    "aggregated": _aggregated_row,
 }
 TASK_UPSERTS = {
-    "MaterializeTaskResult": (
+    "result": (
         "INSERT INTO {tasks} (run_id, invocation, idx, task_id, output, error_type, error, "
         "duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_id, invocation, idx) DO UPDATE SET output = excluded.output, "
         "error_type = excluded.error_type, error = excluded.error, "
         "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta"
     ),
-    "MaterializeTaskAggregated": (
+    "trial": (
+        "INSERT INTO {trials} (run_id, invocation, idx, trial, score, outcome, output, "
+        "error_type, error, duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id, invocation, idx, trial) DO UPDATE SET score = excluded.score, "
+        "outcome = excluded.outcome, output = excluded.output, "
+        "error_type = excluded.error_type, error = excluded.error, "
+        "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta"
+    ),
+    "aggregated": (
         "INSERT INTO {tasks} (run_id, invocation, idx, task_id, score, outcome, trial_scores) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
         "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
@@ -355,40 +439,116 @@ def run_cursor(row: dict[str, Any], sort: str) -> str:
     return str(row.get(RUN_SORTS[sort.lstrip("-")]) or "") + str(row["run_id"])
 
 
+# ``sort`` values for task rows and the expression each orders by (then by index).
+TASK_SORTS = {
+    "index": "idx",
+    "score": "COALESCE(score, -1.0)",
+    "duration_ms": "COALESCE(duration_ms, 0)",
+    "task_id": "task_id",
+}
+
+
+def _latest(tasks: str) -> str:
+    return f"(SELECT MAX(invocation) FROM {tasks} WHERE run_id = ?)"
+
+
 def list_tasks(
     cur: ViewCursor,
     run_id: str,
     *,
-    outcomes: tuple[str, ...] | None,
-    after: tuple[int, int] | None,
+    version: int | None = None,
+    outcomes: tuple[str, ...] | None = None,
+    sort: str = "index",
+    after: tuple[Any, int] | None = None,
     limit: int,
     include_running: bool = False,
 ) -> list[dict[str, Any]]:
-    """Settled task rows; with ``include_running``, also those still waiting for trials."""
-    sql = f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ?"
+    """Task rows of one Materialize invocation (``version``; the latest by default, the
+    one the summary covers), settled ones only unless ``include_running``.
+
+    ``sort`` is a key of ``TASK_SORTS``, ``-`` first for descending; ties go by index.
+    ``after`` is ``(sort key, index)`` of the previous page's last row (``task_key``).
+    """
+    tasks = cur.table("tasks")
+    descending = sort.startswith("-")
+    key = TASK_SORTS[sort.lstrip("-")]
+    sql = f"SELECT * FROM {tasks} WHERE run_id = ? AND invocation = "
+    params: list[Any] = [run_id]
+    if version is None:
+        sql += _latest(tasks)
+        params.append(run_id)
+    else:
+        sql += "?"
+        params.append(version)
     if not include_running:
         sql += " AND outcome IS NOT NULL"
-    params: list[Any] = [run_id]
     if outcomes:
         sql += f" AND outcome IN ({', '.join('?' for _ in outcomes)})"
         params.extend(outcomes)
-    if after:
-        sql += " AND (invocation > ? OR (invocation = ? AND idx > ?))"
+    if after is not None:
+        sql += f" AND ({key} {'<' if descending else '>'} ? OR ({key} = ? AND idx > ?))"
         params.extend([after[0], after[0], after[1]])
-    sql += " ORDER BY invocation, idx LIMIT ?"
+    sql += f" ORDER BY {key} {'DESC' if descending else 'ASC'}, idx ASC LIMIT ?"
     params.append(limit)
     cur.execute(sql, params)
     return cur.fetchall()
 
 
-def task_outcomes(cur: ViewCursor, run_id: str) -> list[tuple[str, int, bool]]:
-    """(outcome, duration_ms, infra) of every settled task of the run's latest sweep."""
+def task_key(row: dict[str, Any], sort: str) -> tuple[Any, int]:
+    """Where a row stands in ``sort``: what ``list_tasks(after=...)`` pages on from."""
+    value: Any
+    match sort.lstrip("-"):
+        case "score":
+            value = -1.0 if row.get("score") is None else float(row["score"])
+        case "duration_ms":
+            value = int(row.get("duration_ms") or 0)
+        case "task_id":
+            value = str(row["task_id"])
+        case _:
+            value = int(row["idx"])
+    return value, int(row["idx"])
+
+
+def task_versions(cur: ViewCursor, run_id: str) -> list[int]:
+    """The Materialize invocations the run has task rows for, oldest first."""
     cur.execute(
-        f"SELECT outcome, duration_ms, error_type FROM {cur.table('tasks')} WHERE run_id = ? "
-        f"AND outcome IS NOT NULL AND invocation = (SELECT MAX(invocation) FROM "
-        f"{cur.table('tasks')} WHERE run_id = ?)",
-        [run_id, run_id],
+        f"SELECT DISTINCT invocation FROM {cur.table('tasks')} WHERE run_id = ? "
+        "ORDER BY invocation",
+        [run_id],
     )
+    return [int(r["invocation"]) for r in cur.fetchall()]
+
+
+def task_trials(
+    cur: ViewCursor, run_id: str, invocation: int, indexes: Sequence[int]
+) -> dict[int, list[dict[str, Any]]]:
+    """index -> that task's trials in trial order, for the given rows of one invocation."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    if not indexes:
+        return found
+    cur.execute(
+        f"SELECT * FROM {cur.table('trials')} WHERE run_id = ? AND invocation = ? "
+        f"AND idx IN ({', '.join('?' for _ in indexes)}) ORDER BY idx, trial",
+        [run_id, invocation, *indexes],
+    )
+    for row in cur.fetchall():
+        found.setdefault(int(row["idx"]), []).append(row)
+    return found
+
+
+def task_outcomes(
+    cur: ViewCursor, run_id: str, version: int | None = None
+) -> list[tuple[str, int, bool]]:
+    """(outcome, duration_ms, infra) of every settled task of one sweep (the latest)."""
+    tasks = cur.table("tasks")
+    sql = (
+        f"SELECT outcome, duration_ms, error_type FROM {tasks} WHERE run_id = ? "
+        "AND outcome IS NOT NULL AND invocation = "
+    )
+    if version is None:
+        cur.execute(sql + _latest(tasks), [run_id, run_id])
+    else:
+        cur.execute(sql + "?", [run_id, version])
     return [
         (r["outcome"], int(r["duration_ms"] or 0), is_infra_error(r["error_type"]))
         for r in cur.fetchall()

@@ -4,28 +4,45 @@ from collections.abc import Sequence
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import DomainEventProtocol
-from eventsourcing.persistence import Notification, RecordConflictError
+from eventsourcing.domain import DomainEventProtocol, MutableOrImmutableAggregate
+from eventsourcing.persistence import Notification, RecordConflictError, Recording
 
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.plan import inherited_phases, replay_selection, selected_indices
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
+from benchwright_shared.contracts.run_events import (
+    AnalyzeArtifact,
+    AtomizeArtifact,
+    BenchmarkResolved,
+    DatasetTasksArtifact,
+    FetchArtifact,
+    ModelProxyArtifact,
+    SetupArtifact,
+    SnapshotCreated,
+    SyntheticSubsetCreated,
+)
 from benchwright_shared.relay import RelayedApplication
+from benchwright_shared.run_log import build_run_event, run_event_table
 
 _ENVELOPE_FIELDS = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
-def to_run_event(domain_event: DomainEventProtocol[Any]) -> RunEvent:
-    """Translate a stored Run event into the log entry the world sees."""
+def to_run_event(domain_event: DomainEventProtocol[Any], *, check: bool = True) -> RunEvent:
+    """Translate a Run event into the log entry the world sees.
+
+    The entry is checked against its type's model (``run_log.check_run_event``: a type
+    without a model, a field the model lacks or a malformed value raises
+    ``RunEventError``). Without ``check`` it is not: reading back a log whose every
+    entry was checked when it was saved (``RunsApplication.save``).
+    """
     data = {k: v for k, v in domain_event.__dict__.items() if k not in _ENVELOPE_FIELDS}
-    return RunEvent(
-        run_id=str(domain_event.originator_id),
-        seq=domain_event.originator_version - 1,
-        type=type(domain_event).__name__,
-        ts=domain_event.timestamp,  # type: ignore[attr-defined]  # every Run event has one
-        data=data,
-    )
+    run_id, seq = str(domain_event.originator_id), domain_event.originator_version - 1
+    ts = domain_event.timestamp  # type: ignore[attr-defined]  # every Run event has one
+    name = type(domain_event).__name__
+    if check:
+        return build_run_event(run_id=run_id, seq=seq, event_type=name, ts=ts, data=data)
+    return RunEvent(run_id=run_id, seq=seq, type=name, ts=ts, data=data)
 
 
 class RunsApplication(RelayedApplication):
@@ -35,6 +52,20 @@ class RunsApplication(RelayedApplication):
     is_snapshotting_enabled = True
     # Loading a long run stays cheap: a snapshot every few thousand events.
     snapshotting_intervals = {Run: 2000}
+
+    def save(
+        self,
+        *objs: MutableOrImmutableAggregate[Any] | DomainEventProtocol[Any] | None,
+        **kwargs: Any,
+    ) -> list[Recording[Any]]:
+        """Store the objects' new events, each Run event first checked as the log entry
+        it becomes (``to_run_event``): what the log's readers cannot read is refused
+        (``RunEventError``) before anything is stored."""
+        for obj in objs:
+            if isinstance(obj, Run):
+                for pending in obj.pending_events:
+                    to_run_event(pending)
+        return super().save(*objs, **kwargs)
 
     def launch(self, command: LaunchRun, default_backend: str = "local") -> tuple[Run, bool]:
         """Create the run for ``command``; (run, created). A repeat returns the stored run.
@@ -83,6 +114,8 @@ class RunsApplication(RelayedApplication):
             replay=replay,
             fork=command.fork,
             compute=command.compute,
+            hints=command.hints or None,
+            phase_models=command.phase_models or None,
             # A replay or fork that names no compute stays where its parent ran.
             backend=(
                 parent.backend
@@ -164,7 +197,7 @@ class RunsApplication(RelayedApplication):
                 continue
             if len(page) == limit:
                 return page, True
-            page.append(to_run_event(domain_event))
+            page.append(to_run_event(domain_event, check=False))
         return page, False
 
     def unfinished_run_ids(self) -> list[str]:
@@ -205,17 +238,19 @@ class UnfinishedRuns:
 
 
 # Which phase produced each inheritable event (DatasetTasksArtifact: see ``inherit``).
-INHERITABLE = {
-    "BenchmarkResolved": "find",
-    "FetchArtifact": "fetch",
-    "AnalyzeArtifact": "analyze",
-    "SyntheticSubsetCreated": "analyze",
-    "DatasetTasksArtifact": "fetch",
-    "SetupArtifact": "setup",
-    "ModelProxyArtifact": "attach",
-    "AtomizeArtifact": "atomize",
-    "SnapshotCreated": "",
-}
+INHERITABLE = run_event_table(
+    {
+        BenchmarkResolved: "find",
+        FetchArtifact: "fetch",
+        AnalyzeArtifact: "analyze",
+        SyntheticSubsetCreated: "analyze",
+        DatasetTasksArtifact: "fetch",
+        SetupArtifact: "setup",
+        ModelProxyArtifact: "attach",
+        AtomizeArtifact: "atomize",
+        SnapshotCreated: "",
+    }
+)
 
 
 def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -> None:
@@ -292,20 +327,24 @@ def narrow(run: Run, indices: list[int] | None, limit: int | None) -> None:
     )
 
 
-_APPLY = {
-    "FetchArtifact": "fetch_done",
-    "AnalyzeArtifact": "analyze_done",
-    "SyntheticSubsetCreated": "synthetic_subset",
-    "DatasetTasksArtifact": "dataset_tasks",
-    "SetupArtifact": "setup_done",
-    "ModelProxyArtifact": "model_proxy",
-    "AtomizeArtifact": "atomize_done",
-    "SnapshotCreated": "snapshot_created",
-}
+# Each inheritable artifact -> the Run method that records it again.
+_APPLY = run_event_table(
+    {
+        FetchArtifact: "fetch_done",
+        AnalyzeArtifact: "analyze_done",
+        SyntheticSubsetCreated: "synthetic_subset",
+        DatasetTasksArtifact: "dataset_tasks",
+        SetupArtifact: "setup_done",
+        ModelProxyArtifact: "model_proxy",
+        AtomizeArtifact: "atomize_done",
+        SnapshotCreated: "snapshot_created",
+    }
+)
 
 
 def translate_notification(app: Application[Any], notification: Notification) -> tuple[str, bytes]:
-    """Relay translator: stored Run event -> (subject, RunEvent JSON)."""
+    """Relay translator: stored Run event -> (subject, RunEvent JSON), checked against
+    its type's model on the way out (``to_run_event``)."""
     domain_event = app.mapper.to_domain_event(notification)
     run_event = to_run_event(domain_event)
     return subjects.run_log_subject(run_event.run_id), run_event.model_dump_json().encode()

@@ -83,6 +83,8 @@ class Run(Aggregate):
         fork: dict[str, Any] | None = None,
         compute: str | None = None,
         backend: str = "local",
+        hints: list[str] | None = None,
+        phase_models: dict[str, str] | None = None,
     ) -> None:
         self.run_id = run_id
         self.trials = trials or dict(DEFAULT_TRIALS)
@@ -113,7 +115,10 @@ class Run(Aggregate):
         self.analysis: dict[str, Any] | None = None
         self.scorer: dict[str, Any] | None = None  # impl_id, impl_sha256, code
         self.snapshots: dict[str, str] = {}  # phase -> snapshot id
-        self.guidance: list[str] = [fork["description"]] if fork else []
+        # What the Driver is told besides the data: the launch's hints, a fork's
+        # description, a reviewer's answer (``resume_review``).
+        self.guidance: list[str] = [*(hints or []), *([fork["description"]] if fork else [])]
+        self.phase_models = dict(phase_models or {})
         self.restarts = 0
         self.started_phases: list[str] = []
         self.deleted = False
@@ -155,7 +160,13 @@ class Run(Aggregate):
         self.plan = list(phases)
 
     @event("DriverSelected")
-    def driver_selected(self, driver: str, model: str | None, note: str | None) -> None:
+    def driver_selected(
+        self,
+        driver: str,
+        model: str | None,
+        note: str | None,
+        phase_models: dict[str, str] | None = None,
+    ) -> None:
         self.driver = driver
 
     @event("BenchmarkResolved")
@@ -168,6 +179,7 @@ class Run(Aggregate):
         scope: dict[str, Any],
         sut: dict[str, Any] | None,
         notes: list[str],
+        substituted_for: str | None = None,
     ) -> None:
         self.benchmark_id = benchmark_id
         self.benchmark_name = benchmark_name

@@ -101,8 +101,14 @@ class RunPipeline:
         """Dollars so far: billing's record of the run plus the Driver's unreported calls."""
         recorded = await self.deps.platform.run_cost(self.run.run_id)
         unreported = self.driver.usage().cost_micros - self._reported.cost_micros
+        # ``cost.incurred`` (concepts §9): what the run's ceiling compares; a linger
+        # comes after the run and is in no total.
         micros = (
-            recorded.model_micros + recorded.sandbox_micros + recorded.driver_micros + unreported
+            recorded.model_micros
+            + recorded.sandbox_micros
+            + recorded.driver_micros
+            + recorded.narration_micros
+            + unreported
         )
         return micros / 1e6
 
@@ -138,7 +144,9 @@ class RunPipeline:
             return False
         run = self.run
         fingerprint = phase_fingerprint(
-            phase_inputs(phase, run, self.driver.name, self.driver.model)
+            phase_inputs(
+                phase, run, self.driver.name, self.driver.phase_models.get(phase, self.driver.model)
+            )
         )
         source = await self.deps.platform.find_cell(phase, fingerprint, run.account)
         if source == run.run_id:
@@ -184,7 +192,10 @@ class RunPipeline:
             )
             run.start_pipeline(remaining)
             run.driver_selected(
-                driver=self.driver.name, model=self.driver.model, note=self.driver.note
+                driver=self.driver.name,
+                model=self.driver.model,
+                note=self.driver.note,
+                phase_models=dict(self.driver.phase_models) or None,
             )
         try:
             await self.save()

@@ -224,7 +224,9 @@ class Orchestrator:
             settings=self.settings,
         )
         work = NatsWorkspace(run, self.broker, self.replies, self.membership)
-        pipeline = RunPipeline(deps, run, select_driver(run.driver, self.settings), work)
+        pipeline = RunPipeline(
+            deps, run, select_driver(run.driver, self.settings, run.phase_models), work
+        )
         task = asyncio.create_task(pipeline.execute(resume=resume), name=f"run-{run.run_id}")
         self._pipelines[run.run_id] = pipeline
         self._running[run.run_id] = task

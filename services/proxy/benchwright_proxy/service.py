@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -38,6 +39,9 @@ USAGE_WINDOW_S = 0.5
 # How long a copy trusts a binding it read: a key revoked through another copy stops
 # working here within this long.
 BINDING_TTL_S = 5.0
+# How long a copy remembers that it detached a run: a call still in flight then (the
+# upstream answers within its timeout and retries) is metered as the run's linger.
+LINGER_MEMORY_S = 3600.0
 
 
 class ProxyRuntime:
@@ -58,6 +62,8 @@ class ProxyRuntime:
         # Bindings by run id, with when they were read: a key check must not cost a
         # store read per call.
         self._bindings: dict[str, tuple[ModelBinding, float]] = {}
+        # Runs this copy detached, with when: calls that finish after it linger.
+        self._detached: dict[str, float] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._server: uvicorn.Server | None = None
         self.url = f"http://{settings.proxy_host}:{settings.proxy_port}"
@@ -102,6 +108,7 @@ class ProxyRuntime:
         )
         binding, key = await self.store.run(self.app.attach, run_id, account, sut, secret)
         self._bindings[run_id] = (binding, time.monotonic())
+        self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
         if self.credentials is not None:
             await self.credentials.pin(binding, self._pin_versions)
         # Warm the provider now, not on the sweep's first call.
@@ -150,6 +157,8 @@ class ProxyRuntime:
         return Egress(proxy_url=proxy_url, ca_cert_pem=self.injector.ca_cert_path.read_text())
 
     async def detach(self, command: DetachModel) -> None:
+        # First: a call in flight now finishes after the run's ledger closed (it lingers).
+        self._detached[command.run_id] = time.monotonic()
         self._bindings.pop(command.run_id, None)
         if self.credentials is not None:
             self.credentials.forget(command.run_id)
@@ -159,7 +168,16 @@ class ProxyRuntime:
         await self.flush_usage()
 
     def record_usage(self, call: CallRecord) -> None:
+        """Meter a finished call; one that finished after its run was detached lingers."""
+        if call.run_id in self._detached:
+            call = dataclasses.replace(call, linger=True)
         self.meter.record(call)
+
+    def _forget_detached(self) -> None:
+        horizon = time.monotonic() - LINGER_MEMORY_S
+        for run_id, at in list(self._detached.items()):
+            if at < horizon:
+                del self._detached[run_id]
 
     async def flush_usage(self) -> None:
         if self.broker is None:
@@ -177,6 +195,7 @@ class ProxyRuntime:
         while True:
             await asyncio.sleep(USAGE_WINDOW_S)
             await self.flush_usage()
+            self._forget_detached()
 
     async def start(self, broker: NatsBroker) -> None:
         self.broker = broker

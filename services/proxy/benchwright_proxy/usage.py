@@ -1,4 +1,9 @@
-"""Usage accounting: calls are summed per run and reported in short windows."""
+"""Usage accounting: calls are summed per run and reported in short windows.
+
+A call that finishes after its run's key was revoked (the run's teardown
+detached the model while the call was in flight) lingers: it is summed in a
+window of its own and reported as ``source="proxy_linger"``.
+"""
 
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +23,8 @@ class CallRecord:
     cost_micros: int
     latency_ms: int
     ok: bool
+    # Finished after the run was detached (see the module docstring).
+    linger: bool = False
 
 
 @dataclass
@@ -36,10 +43,10 @@ class UsageMeter:
     """Accumulates calls per run; ``drain`` turns them into events."""
 
     def __init__(self) -> None:
-        self._windows: dict[str, _Window] = {}
+        self._windows: dict[tuple[str, bool], _Window] = {}
 
     def record(self, call: CallRecord) -> None:
-        window = self._windows.setdefault(call.run_id, _Window(first=call))
+        window = self._windows.setdefault((call.run_id, call.linger), _Window(first=call))
         window.calls += 1
         window.failed += 0 if call.ok else 1
         window.prompt_tokens += call.prompt_tokens
@@ -57,6 +64,7 @@ class UsageMeter:
                 account=w.first.account,
                 model_id=w.first.model_id,
                 provider=w.first.provider,
+                source="proxy_linger" if linger else "model",
                 calls=w.calls,
                 failed_calls=w.failed,
                 prompt_tokens=w.prompt_tokens,
@@ -66,5 +74,5 @@ class UsageMeter:
                 window_start=w.started,
                 window_end=now,
             )
-            for run_id, w in windows.items()
+            for (run_id, linger), w in windows.items()
         ]

@@ -12,11 +12,9 @@ from faststream.nats import NatsRouter
 
 from benchwright_registry.application import RegistryApplication
 from benchwright_registry.application.build import BuildApplication
-from benchwright_registry.domain import AuthoringError
 from benchwright_registry.handlers import (
     QUEUE,
     Runtime,
-    _problem,
     discard_upload,
     read_upload,
 )
@@ -29,6 +27,7 @@ from benchwright_shared.contracts.build import (
     UpdateSamples,
 )
 from benchwright_shared.contracts.registry import TasksUpload
+from benchwright_shared.refusal import Refused
 
 Rows = list[dict[str, Any]]
 
@@ -38,7 +37,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
 
     def build(app: RegistryApplication) -> BuildApplication:
         if app.build is None:
-            raise AuthoringError(503, "authoring unavailable", "this registry has no store")
+            raise Refused(503, "authoring unavailable", "this registry has no store")
         return app.build
 
     async def answer(
@@ -49,8 +48,8 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             rows = await read_upload(js, upload) if upload is not None else []
             app = await rt.ready()
             return await rt.store.run(lambda: fn(build(app), rows))
-        except AuthoringError as exc:
-            return BuildAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return BuildAnswer(problem=exc.problem())
         finally:
             await discard_upload(js, upload)
 

@@ -19,7 +19,6 @@ from nats.js.object_store import ObjectStore
 
 from benchwright_registry.application import AuthoringApplication, RegistryApplication
 from benchwright_registry.application.reads import FROM_RUN_EVENTS
-from benchwright_registry.domain import AuthoringError
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import (
@@ -67,6 +66,7 @@ from benchwright_shared.contracts.registry_reads import (
     TaskRange,
 )
 from benchwright_shared.hashing import sha256_hex
+from benchwright_shared.refusal import Refused
 from benchwright_shared.store import BlockingStore
 
 log = logging.getLogger(__name__)
@@ -92,18 +92,8 @@ async def dataset_bucket(js: JetStreamContext) -> ObjectStore:
         return await js.create_object_store(subjects.DATASETS_BUCKET)
 
 
-def _problem(exc: AuthoringError) -> Problem:
-    return Problem(
-        title=exc.title,
-        status=exc.status,
-        detail=exc.detail,
-        field=exc.field,
-        extra={"code": exc.code} if exc.code else None,
-    )
-
-
-def _bad_upload(detail: str) -> AuthoringError:
-    return AuthoringError(400, "invalid tasks", detail, field="tasks", code="invalid_argument")
+def _bad_upload(detail: str) -> Refused:
+    return Refused(400, "invalid tasks", detail, field="tasks", code="invalid_argument")
 
 
 async def read_upload(js: JetStreamContext, upload: TasksUpload) -> list[dict[str, Any]]:
@@ -145,12 +135,12 @@ def register(router: NatsRouter, rt: Runtime) -> None:
     async def answer(fn: Callable[[RegistryApplication], RegistryAnswer]) -> RegistryAnswer:
         try:
             return await call(fn)
-        except AuthoringError as exc:
-            return RegistryAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return RegistryAnswer(problem=exc.problem())
 
     def authoring(app: RegistryApplication) -> AuthoringApplication:
         if app.authoring is None:
-            raise AuthoringError(503, "authoring unavailable", "this registry has no store")
+            raise Refused(503, "authoring unavailable", "this registry has no store")
         return app.authoring
 
     # -- the pipeline's questions ---------------------------------------------------------
@@ -241,8 +231,8 @@ def register(router: NatsRouter, rt: Runtime) -> None:
         js = rt.jetstream()
         try:
             rows = await read_upload(js, upload) if upload is not None else []
-        except AuthoringError as exc:
-            return RegistryAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return RegistryAnswer(problem=exc.problem())
         try:
             return await answer(lambda app: fn(app, rows))
         finally:
@@ -338,36 +328,36 @@ def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBro
     async def leaderboard(query: ReadLeaderboard) -> Leaderboard:
         try:
             return await call(lambda app: app.reads.leaderboard(query))
-        except AuthoringError as exc:
-            return Leaderboard(problem=_problem(exc))
+        except Refused as exc:
+            return Leaderboard(problem=exc.problem())
 
     @router.subscriber(subjects.LIST_REGISTRY_RUNS, queue=QUEUE)
     async def runs(query: ListRegistryRuns) -> RegistryRunList:
         try:
             return await call(lambda app: app.reads.runs(query))
-        except AuthoringError as exc:
-            return RegistryRunList(problem=_problem(exc))
+        except Refused as exc:
+            return RegistryRunList(problem=exc.problem())
 
     @router.subscriber(subjects.COMPARE_IMPL, queue=QUEUE)
     async def compare(query: CompareImpl) -> Comparison:
         try:
             return await call(lambda app: app.reads.compare(query))
-        except AuthoringError as exc:
-            return Comparison(problem=_problem(exc))
+        except Refused as exc:
+            return Comparison(problem=exc.problem())
 
     @router.subscriber(subjects.READ_TASK_RANGE, queue=QUEUE)
     async def task_range(query: ReadTaskRange) -> TaskRange:
         try:
             return await call(lambda app: app.reads.task_range(query))
-        except AuthoringError as exc:
-            return TaskRange(problem=_problem(exc))
+        except Refused as exc:
+            return TaskRange(problem=exc.problem())
 
     @router.subscriber(subjects.FIND_PHASE_CELL, queue=QUEUE)
     async def phase_cell(query: FindPhaseCell) -> PhaseCell:
         try:
             return await call(lambda app: app.reads.phase_cell(query))
-        except AuthoringError as exc:
-            return PhaseCell(problem=_problem(exc))
+        except Refused as exc:
+            return PhaseCell(problem=exc.problem())
 
     @router.subscriber(subjects.CREATE_IMPL_FROM_RUN, queue=QUEUE)
     async def impl_from_run(command: CreateImplFromRun) -> RegistryAnswer:
@@ -397,5 +387,5 @@ def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBro
 
         try:
             return await call(run)
-        except AuthoringError as exc:
-            return RegistryAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return RegistryAnswer(problem=exc.problem())

@@ -21,11 +21,27 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from benchwright_shared.contracts.run_events import (
+    AtomizeArtifact,
+    BenchmarkResolved,
+    DatasetTasksArtifact,
+    DriverSelected,
+    MaterializeTaskAggregated,
+    PhaseFingerprint,
+    PipelineFinished,
+    RunDeleted,
+    RunLaunched,
+    RunUpdated,
+    SetupArtifact,
+    SutRef,
+)
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.projection import Projection, ViewCursor
+from benchwright_shared.run_log import LogEntry, RunEventHandlers, run_event_table
 
 PUBLIC = "public"
-SCORER_ARTIFACTS = {"SetupArtifact": "setup", "AtomizeArtifact": "atomize"}
+# The artifacts that carry a scorer's code -> the phase that wrote it.
+SCORER_ARTIFACTS = run_event_table({SetupArtifact: "setup", AtomizeArtifact: "atomize"})
 
 
 class RunSummariesProjection(Projection):
@@ -68,125 +84,161 @@ class RunSummariesProjection(Projection):
     )
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
-        kind, data, run_id = message.get("type"), message.get("data", {}), message.get("run_id")
-        table = cur.table("run_summaries")
-        if kind == "RunLaunched":
-            sut = data.get("sut") or {}
-            trials = data.get("trials")
-            cur.execute(
-                f"INSERT INTO {table} (run_id, account, model, launched_benchmark_id, "
-                "launched_subset_id, impl_seen, status, mode, parent_run_id, trials, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) "
-                "ON CONFLICT (run_id) DO NOTHING",
-                [
-                    run_id,
-                    data.get("account", ""),
-                    f"{sut.get('provider')}/{sut.get('model')}" if sut else "",
-                    data.get("benchmark_id"),
-                    data.get("subset_id"),
-                    data.get("impl_id"),
-                    data.get("mode"),
-                    data.get("parent_run_id"),
-                    json.dumps(trials, sort_keys=True) if trials else None,
-                    _ts(message),
-                ],
-            )
-        elif kind == "BenchmarkResolved":
-            # A natural-language launch learns its benchmark (and maybe model) in Find.
-            sut = data.get("sut") or {}
-            cur.execute(
-                f"UPDATE {table} SET launched_benchmark_id = ?, launched_subset_id = ?, "
-                "model = COALESCE(NULLIF(?, ''), model) WHERE run_id = ?",
-                [
-                    data.get("benchmark_id"),
-                    data.get("subset_id"),
-                    f"{sut['provider']}/{sut['model']}" if sut else None,
-                    run_id,
-                ],
-            )
-        elif kind == "DriverSelected":
-            cur.execute(
-                f"UPDATE {table} SET driver = ? WHERE run_id = ?", [data.get("driver"), run_id]
-            )
-        elif kind in ("SetupArtifact", "AtomizeArtifact", "DatasetTasksArtifact"):
-            if kind in SCORER_ARTIFACTS and data.get("impl_id") and data.get("code"):
-                _record_scorer(cur, str(run_id), kind, data, _ts(message))
-            column = "launched_subset_id" if kind == "DatasetTasksArtifact" else "impl_seen"
-            value = data.get("subset_id" if kind == "DatasetTasksArtifact" else "impl_id")
-            if value:
-                cur.execute(f"UPDATE {table} SET {column} = ? WHERE run_id = ?", [value, run_id])
-            if kind == "DatasetTasksArtifact" and data.get("total_tasks") is not None:
-                cur.execute(
-                    f"UPDATE {table} SET total_tasks = ? WHERE run_id = ?",
-                    [int(data["total_tasks"]), run_id],
-                )
-        elif kind == "MaterializeTaskAggregated":
-            cur.execute(
-                f"INSERT INTO {cur.table('run_tasks')} (run_id, idx, outcome) VALUES (?, ?, ?) "
-                "ON CONFLICT (run_id, idx) DO UPDATE SET outcome = excluded.outcome",
-                [run_id, int(data["index"]), str(data.get("outcome") or "err")],
-            )
-        elif kind == "RunUpdated" and data.get("visibility"):
-            cur.execute(
-                f"UPDATE {table} SET visibility = ? WHERE run_id = ?",
-                [data["visibility"], run_id],
-            )
-        elif kind == "RunDeleted":
-            cur.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            cur.execute(f"DELETE FROM {cur.table('run_tasks')} WHERE run_id = ?", [run_id])
-            scorers = cur.table("run_scorers")
-            cur.execute(f"DELETE FROM {scorers} WHERE run_id = ?", [run_id])
-            # Code no remaining run used goes with its last run.
-            cur.execute(
-                f"DELETE FROM {cur.table('scorer_code')} WHERE impl_id NOT IN "
-                f"(SELECT impl_id FROM {scorers})"
-            )
-        elif kind == "PipelineFinished":
-            summary = data.get("summary") or {}
-            cur.execute(
-                f"UPDATE {table} SET status = ?, pass_rate = ?, summary = ?, "
-                "tasks = ?, passed = ?, failed = ?, errored = ?, fingerprint = ?, "
-                "finished_at = ?, "
-                "benchmark_id = launched_benchmark_id, subset_id = launched_subset_id, "
-                "impl_id = impl_seen WHERE run_id = ?",
-                [
-                    data.get("status"),
-                    summary.get("pass_rate"),
-                    json.dumps(summary),
-                    int(summary.get("total") or 0),
-                    int(summary.get("passed") or 0),
-                    int(summary.get("failed") or 0),
-                    int(summary.get("errored") or 0),
-                    data.get("fingerprint"),
-                    _ts(message),
-                    run_id,
-                ],
-            )
+        _SUMMARIES.dispatch(cur, message)
 
 
-def _record_scorer(
-    cur: ViewCursor, run_id: str, kind: str, data: dict[str, Any], at: str | None
-) -> None:
-    """Note that ``run_id`` scored with the artifact's impl, and keep the impl's code.
+# -- run_summaries: one handler per run-log type it reads; the others change nothing ----
+_SUMMARIES: RunEventHandlers[ViewCursor] = RunEventHandlers()
+
+
+@_SUMMARIES.on(RunLaunched)
+def _launched(cur: ViewCursor, e: LogEntry[RunLaunched]) -> None:
+    d = e.data
+    cur.execute(
+        f"INSERT INTO {cur.table('run_summaries')} (run_id, account, model, "
+        "launched_benchmark_id, launched_subset_id, impl_seen, status, mode, parent_run_id, "
+        "trials, started_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        [
+            e.run_id,
+            d.account,
+            _model(d.sut) or "",
+            d.benchmark_id,
+            d.subset_id,
+            d.impl_id,
+            d.mode,
+            d.parent_run_id,
+            json.dumps(d.trials, sort_keys=True) if d.trials else None,
+            _ts(e),
+        ],
+    )
+
+
+@_SUMMARIES.on(BenchmarkResolved)
+def _resolved(cur: ViewCursor, e: LogEntry[BenchmarkResolved]) -> None:
+    # A natural-language launch learns its benchmark (and maybe model) in Find.
+    d = e.data
+    cur.execute(
+        f"UPDATE {cur.table('run_summaries')} SET launched_benchmark_id = ?, "
+        "launched_subset_id = ?, model = COALESCE(NULLIF(?, ''), model) WHERE run_id = ?",
+        [d.benchmark_id, d.subset_id, _model(d.sut), e.run_id],
+    )
+
+
+@_SUMMARIES.on(DriverSelected)
+def _driver(cur: ViewCursor, e: LogEntry[DriverSelected]) -> None:
+    cur.execute(
+        f"UPDATE {cur.table('run_summaries')} SET driver = ? WHERE run_id = ?",
+        [e.data.driver, e.run_id],
+    )
+
+
+@_SUMMARIES.on(SetupArtifact, AtomizeArtifact)
+def _scorer(cur: ViewCursor, e: LogEntry[SetupArtifact | AtomizeArtifact]) -> None:
+    d = e.data
+    if d.impl_id and d.code:
+        _record_scorer(cur, e)
+    if d.impl_id:
+        cur.execute(
+            f"UPDATE {cur.table('run_summaries')} SET impl_seen = ? WHERE run_id = ?",
+            [d.impl_id, e.run_id],
+        )
+
+
+@_SUMMARIES.on(DatasetTasksArtifact)
+def _dataset(cur: ViewCursor, e: LogEntry[DatasetTasksArtifact]) -> None:
+    d, table = e.data, cur.table("run_summaries")
+    if d.subset_id:
+        cur.execute(
+            f"UPDATE {table} SET launched_subset_id = ? WHERE run_id = ?", [d.subset_id, e.run_id]
+        )
+    if d.total_tasks is not None:
+        cur.execute(
+            f"UPDATE {table} SET total_tasks = ? WHERE run_id = ?", [int(d.total_tasks), e.run_id]
+        )
+
+
+@_SUMMARIES.on(MaterializeTaskAggregated)
+def _task(cur: ViewCursor, e: LogEntry[MaterializeTaskAggregated]) -> None:
+    cur.execute(
+        f"INSERT INTO {cur.table('run_tasks')} (run_id, idx, outcome) VALUES (?, ?, ?) "
+        "ON CONFLICT (run_id, idx) DO UPDATE SET outcome = excluded.outcome",
+        [e.run_id, int(e.data.index), str(e.data.outcome or "err")],
+    )
+
+
+@_SUMMARIES.on(RunUpdated)
+def _updated(cur: ViewCursor, e: LogEntry[RunUpdated]) -> None:
+    if e.data.visibility:
+        cur.execute(
+            f"UPDATE {cur.table('run_summaries')} SET visibility = ? WHERE run_id = ?",
+            [e.data.visibility, e.run_id],
+        )
+
+
+@_SUMMARIES.on(RunDeleted)
+def _deleted(cur: ViewCursor, e: LogEntry[RunDeleted]) -> None:
+    run_id, scorers = e.run_id, cur.table("run_scorers")
+    cur.execute(f"DELETE FROM {cur.table('run_summaries')} WHERE run_id = ?", [run_id])
+    cur.execute(f"DELETE FROM {cur.table('run_tasks')} WHERE run_id = ?", [run_id])
+    cur.execute(f"DELETE FROM {scorers} WHERE run_id = ?", [run_id])
+    # Code no remaining run used goes with its last run.
+    cur.execute(
+        f"DELETE FROM {cur.table('scorer_code')} WHERE impl_id NOT IN "
+        f"(SELECT impl_id FROM {scorers})"
+    )
+
+
+@_SUMMARIES.on(PipelineFinished)
+def _finished(cur: ViewCursor, e: LogEntry[PipelineFinished]) -> None:
+    d = e.data
+    summary = d.summary or {}
+    cur.execute(
+        f"UPDATE {cur.table('run_summaries')} SET status = ?, pass_rate = ?, summary = ?, "
+        "tasks = ?, passed = ?, failed = ?, errored = ?, fingerprint = ?, finished_at = ?, "
+        "benchmark_id = launched_benchmark_id, subset_id = launched_subset_id, "
+        "impl_id = impl_seen WHERE run_id = ?",
+        [
+            d.status,
+            summary.get("pass_rate"),
+            json.dumps(summary),
+            int(summary.get("total") or 0),
+            int(summary.get("passed") or 0),
+            int(summary.get("failed") or 0),
+            int(summary.get("errored") or 0),
+            d.fingerprint,
+            _ts(e),
+            e.run_id,
+        ],
+    )
+
+
+def _model(sut: SutRef | None) -> str | None:
+    """``provider/model`` of a run's system under test."""
+    return f"{sut.provider}/{sut.model}" if sut else None
+
+
+def _record_scorer(cur: ViewCursor, e: LogEntry[SetupArtifact | AtomizeArtifact]) -> None:
+    """Note that the run scored with the artifact's impl, and keep the impl's code.
 
     The first run to record an impl's code is its writer (an inherited artifact names
     the run it came from); the same code under the same benchmark is the same impl id,
     so later runs only add their use.
     """
-    impl_id = str(data["impl_id"])
-    code = str(data["code"])
+    d = e.data
+    impl_id, code = str(d.impl_id), str(d.code)
     cur.execute(
         f"INSERT INTO {cur.table('run_scorers')} (run_id, impl_id) VALUES (?, ?) "
         "ON CONFLICT DO NOTHING",
-        [run_id, impl_id],
+        [e.run_id, impl_id],
     )
     cur.execute(
         "SELECT launched_benchmark_id, launched_subset_id, driver "
         f"FROM {cur.table('run_summaries')} WHERE run_id = ?",
-        [run_id],
+        [e.run_id],
     )
     run = cur.fetchone() or {}
-    inherited = data.get("inherited_from")
+    inherited = d.inherited_from
     cur.execute(
         f"INSERT INTO {cur.table('scorer_code')} (impl_id, benchmark_id, subset_id, run_id, "
         "phase, driver, kind, code, sha256, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -195,13 +247,13 @@ def _record_scorer(
             impl_id,
             run.get("launched_benchmark_id") or impl_id.rsplit(":", 1)[0],
             run.get("launched_subset_id"),
-            str(inherited or run_id),
-            SCORER_ARTIFACTS[kind],
+            str(inherited or e.run_id),
+            SCORER_ARTIFACTS[e.type],
             None if inherited else run.get("driver"),
-            data.get("kind"),
+            d.kind if isinstance(d, AtomizeArtifact) else None,
             code,
             sha256_hex(code),
-            at,
+            _ts(e),
         ],
     )
 
@@ -226,10 +278,9 @@ def find_observed_impl(cur: ViewCursor, impl_id: str, account: str) -> dict[str,
     return {**row, "public": bool(int(row["public_runs"]))}
 
 
-def _ts(message: dict[str, Any]) -> str | None:
+def _ts(entry: LogEntry[Any]) -> str | None:
     """When a run event was recorded, as the log says (so a rebuild writes the same)."""
-    ts = message.get("ts")
-    return str(ts) if ts else None
+    return str(entry.ts) if entry.ts else None
 
 
 class PhaseCellsProjection(Projection):
@@ -255,26 +306,43 @@ class PhaseCellsProjection(Projection):
     indexes = ("phase_cells(phase, fingerprint)",)
 
     def apply(self, cur: ViewCursor, message: dict[str, Any]) -> None:
-        kind, data, run_id = message.get("type"), message.get("data", {}), message["run_id"]
-        runs = cur.table("cell_runs")
-        if kind == "RunLaunched":
-            cur.execute(
-                f"INSERT INTO {runs} (run_id, account) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [run_id, data.get("account", "")],
-            )
-        elif kind == "PhaseFingerprint" and not data.get("cache_hit"):
-            cur.execute(
-                f"INSERT INTO {cur.table('phase_cells')} VALUES (?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                [data["phase"], data["fingerprint"], run_id, str(message.get("ts", ""))],
-            )
-        elif kind == "RunUpdated" and data.get("visibility"):
-            cur.execute(
-                f"UPDATE {runs} SET visibility = ? WHERE run_id = ?", [data["visibility"], run_id]
-            )
-        elif kind == "RunDeleted":
-            cur.execute(f"DELETE FROM {cur.table('phase_cells')} WHERE run_id = ?", [run_id])
-            cur.execute(f"DELETE FROM {runs} WHERE run_id = ?", [run_id])
+        _CELLS.dispatch(cur, message)
+
+
+_CELLS: RunEventHandlers[ViewCursor] = RunEventHandlers()
+
+
+@_CELLS.on(RunLaunched)
+def _cell_run(cur: ViewCursor, e: LogEntry[RunLaunched]) -> None:
+    cur.execute(
+        f"INSERT INTO {cur.table('cell_runs')} (run_id, account) VALUES (?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [e.run_id, e.data.account],
+    )
+
+
+@_CELLS.on(PhaseFingerprint)
+def _cell(cur: ViewCursor, e: LogEntry[PhaseFingerprint]) -> None:
+    if not e.data.cache_hit:
+        cur.execute(
+            f"INSERT INTO {cur.table('phase_cells')} VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [e.data.phase, e.data.fingerprint, e.run_id, str(e.ts or "")],
+        )
+
+
+@_CELLS.on(RunUpdated)
+def _cell_visibility(cur: ViewCursor, e: LogEntry[RunUpdated]) -> None:
+    if e.data.visibility:
+        cur.execute(
+            f"UPDATE {cur.table('cell_runs')} SET visibility = ? WHERE run_id = ?",
+            [e.data.visibility, e.run_id],
+        )
+
+
+@_CELLS.on(RunDeleted)
+def _cells_deleted(cur: ViewCursor, e: LogEntry[RunDeleted]) -> None:
+    cur.execute(f"DELETE FROM {cur.table('phase_cells')} WHERE run_id = ?", [e.run_id])
+    cur.execute(f"DELETE FROM {cur.table('cell_runs')} WHERE run_id = ?", [e.run_id])
 
 
 def find_cell(

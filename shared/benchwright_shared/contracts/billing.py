@@ -1,4 +1,5 @@
-"""Billing questions: an account's balance, controls, top-ups, transactions, exports.
+"""Billing questions: an account's balance, controls, top-ups, transactions, exports,
+alerts; and the one event billing publishes, ``BillingAlertRaised``.
 
 Request/reply to the billing service. Amounts cross the API in cents (the guide's
 unit for money held); the ledger itself counts micro-dollars.
@@ -12,7 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract, Problem
 
-TransactionKind = Literal["topup", "trace_debit"]
+# ``auto_refill``: a charge of the account's payment method when its balance ran low.
+TransactionKind = Literal["topup", "trace_debit", "auto_refill"]
+# ``cap_threshold``: this month's spend reached ``alert_at_cap_pct`` (or all) of the
+# monthly cap; ``refill_declined``: the payment provider refused an auto-refill.
+AlertKind = Literal["cap_threshold", "refill_declined"]
 ExportType = Literal["transactions", "runs"]
 
 
@@ -51,6 +56,8 @@ class BalanceView(BaseModel):
     # Why an enforcing deployment stops this account's runs now (a halt reason).
     stop_reason: str | None = None
     controls: BillingControls = BillingControls()
+    # The payment provider auto-refill charges (None: auto-refill cannot be enabled).
+    payment_provider: str | None = None
     problem: Problem | None = None
 
 
@@ -101,8 +108,9 @@ class ListTransactions(Contract):
 class Transaction(BaseModel):
     id: str
     kind: TransactionKind
-    # Signed: a top-up adds, a run's debit subtracts.
+    # Signed: a top-up or a refill adds, a run's debit subtracts.
     amount: Money
+    # The run (``trace_debit``), the top-up, or the payment provider's charge (``auto_refill``).
     reference_id: str
     created_at: datetime
     description: str = ""
@@ -141,4 +149,47 @@ class ExportBilling(Contract):
 
 class BillingExport(BaseModel):
     csv: str = ""
+    problem: Problem | None = None
+
+
+class BillingAlert(BaseModel):
+    """Something about an account's money it asked to hear of (``alert_enabled``),
+    or that it must hear of (a declined auto-refill)."""
+
+    id: str
+    kind: AlertKind
+    account: str
+    # The month it belongs to (``YYYY-MM``, UTC): a threshold alerts once per month.
+    period: str
+    # ``cap_threshold``: the percentage of the monthly cap reached.
+    threshold_pct: int | None = None
+    month_spent: Money
+    monthly_cap: Money | None = None
+    balance: Money
+    detail: str = ""
+    created_at: datetime
+    # ``refill_declined``: the refill, what it asked for, and the provider's reference.
+    refill_id: str | None = None
+    refill_amount: Money | None = None
+    provider_reference: str | None = None
+
+
+class BillingAlertRaised(Contract):
+    """An alert billing recorded, relayed from its store (``Nats-Msg-Id`` =
+    ``billing:<notification id>``); its ``alert.id`` is stable across redeliveries."""
+
+    subject: ClassVar[str] = subjects.BILLING_ALERT_RAISED
+
+    alert: BillingAlert
+
+
+class ListBillingAlerts(Contract):
+    subject: ClassVar[str] = subjects.LIST_BILLING_ALERTS
+
+    account: str
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class BillingAlertsPage(BaseModel):
+    data: list[BillingAlert] = Field(default_factory=list)
     problem: Problem | None = None

@@ -56,6 +56,9 @@ class LaunchRun(Contract):
     replay: dict[str, Any] | None = None
     # Fork: ``{"description": str, "from_phase": str}``.
     fork: dict[str, Any] | None = None
+    # Guidance for the Driver, and another Driver model for some of its phases.
+    hints: list[str] = Field(default_factory=list)
+    phase_models: dict[str, str] = Field(default_factory=dict)
     # The resolved trials config; frozen on the run so replays reproduce it.
     trials: dict[str, Any] = Field(
         default_factory=lambda: {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}

@@ -174,7 +174,9 @@ class ModelUsageRecorded(Contract):
     """A run's proxied model calls over a short window: tokens, latency, cost.
 
     One event per run per window rather than per call keeps the bus and the
-    ledger cheap when a sweep makes thousands of calls a minute.
+    ledger cheap when a sweep makes thousands of calls a minute. Calls finished
+    after the run's key was revoked (the run's teardown) come in windows of
+    their own, ``source="proxy_linger"``.
     """
 
     subject: ClassVar[str] = subjects.MODEL_USAGE_RECORDED
@@ -184,6 +186,7 @@ class ModelUsageRecorded(Contract):
     account: str
     model_id: str
     provider: str
+    source: Literal["model", "proxy_linger"] = "model"
     calls: int = 0
     failed_calls: int = 0
     prompt_tokens: int = 0

@@ -192,3 +192,17 @@ class RunCost(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # The run-summary LLM's spend (concepts §9); billed like the Driver's.
+    narration_micros: int = 0
+    narration_calls: int = 0
+    narration_prompt_tokens: int = 0
+    narration_completion_tokens: int = 0
+    # Model calls the proxy finished for the run after its key was revoked (the run's
+    # ledger was final): reported apart, in no total.
+    proxy_linger_micros: int = 0
+    proxy_linger_calls: int = 0
+    proxy_linger_prompt_tokens: int = 0
+    proxy_linger_completion_tokens: int = 0
+    # What the run takes from the balance: the platform's part with the markup
+    # (None from a billing that predates it).
+    billed_micros: int | None = None

@@ -205,7 +205,7 @@ class SnapshotView(BaseModel):
 
     id: str
     task_count: int
-    content_sha256: str
+    content_sha256: str = ""
     created_at: datetime | None = None
 
 
@@ -283,7 +283,7 @@ class AppendView(BaseModel):
     snapshot_id: str
     appended: int
     task_count: int
-    content_sha256: str
+    content_sha256: str = ""
     idempotency_key: str | None = None
 
 

@@ -1,8 +1,11 @@
 """The run event log as the outside world sees it.
 
 A run's log is an ordered sequence of ``RunEvent`` envelopes, ``seq`` from 0
-(``RunLaunched``). Each ``type`` has a data model below; the orchestrator's
-private domain events are translated into these before they leave its store.
+(``RunLaunched``). Each ``type`` has a data model below, and ``RUN_EVENT_TYPES``
+is the whole vocabulary: the orchestrator's private domain events are translated
+into these, and checked against them, before they leave its store; readers
+dispatch on the type through it (``benchwright_shared.run_log``). A new field is
+optional; a type a reader does not know is skipped by it.
 """
 
 from datetime import datetime
@@ -16,7 +19,13 @@ Phase = Literal[
 
 
 class _Data(BaseModel):
+    # Readers ignore what they do not know (a newer writer's field); writers may not
+    # record it (``run_log.check_run_event``).
     model_config = ConfigDict(extra="ignore")
+
+
+# The base of every run event's data model.
+RunEventData = _Data
 
 
 class SutRef(_Data):
@@ -55,6 +64,9 @@ class RunLaunched(_Data):
     parent_run_id: str | None = None
     replay: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
+    # Guidance for the Driver (part of the Atomize fingerprint) and per-phase models.
+    hints: list[str] | None = None
+    phase_models: dict[str, str] | None = None
 
 
 class DriverSelected(_Data):
@@ -62,6 +74,8 @@ class DriverSelected(_Data):
     model: str | None = None
     # Why the Driver is not the one asked for (no key configured ...).
     note: str | None = None
+    # The phases that talk to another model than ``model``.
+    phase_models: dict[str, str] | None = None
 
 
 class BenchmarkResolved(_Data):
@@ -74,6 +88,9 @@ class BenchmarkResolved(_Data):
     scope: dict[str, Any] = Field(default_factory=dict)
     sut: SutRef | None = None
     notes: list[str] = Field(default_factory=list)
+    # What the request named, when the catalog lacked it and the request allowed
+    # ``benchmark_name`` in its place ("MMLU Pro ... or the nearest benchmark").
+    substituted_for: str | None = None
 
 
 class PhaseFingerprint(_Data):
@@ -199,6 +216,8 @@ class SyntheticSubsetCreated(_Data):
     parent_subset_id: str
     selection: dict[str, Any]
     task_count: int
+    # Set when a replay or fork copied it from its parent's log, as artifacts are.
+    inherited_from: str | None = None
 
 
 class DatasetTasksArtifact(_Artifact):
@@ -299,7 +318,8 @@ class PipelineFinished(_Data):
     fingerprint: str | None = None
 
 
-RUN_EVENT_TYPES: dict[str, type[_Data]] = {
+# Every type a run log may hold -> its data model.
+RUN_EVENT_TYPES: dict[str, type[RunEventData]] = {
     cls.__name__: cls
     for cls in (
         RunLaunched,
@@ -349,6 +369,9 @@ class RunEvent(BaseModel):
     ts: datetime
     data: dict[str, Any]
 
-    def typed(self) -> _Data:
-        """The data as its type's model (raises ``KeyError`` for an unknown type)."""
+    def typed(self) -> RunEventData:
+        """The data validated as its type's model (``KeyError`` for an unknown type).
+
+        Readers that must not fail on an older entry use ``run_log.parse_run_event``.
+        """
         return RUN_EVENT_TYPES[self.type].model_validate(self.data)

@@ -44,6 +44,26 @@ def test_humaneval_is_code() -> None:
     assert any("input.prompt holds Python source" in line for line in analysis.evidence)
 
 
+def test_humaneval_with_its_tests_in_input_is_code() -> None:
+    """The built-in catalog's shape (decision 0028): the test harness beside the prompt."""
+    rows = copy.deepcopy(HUMANEVAL_ROWS)
+    for row in rows:
+        row["input"]["test"] = row["expected"].pop("test")
+    analysis = analyze_rows(rows)
+    assert analysis.kind == "code"
+    assert analysis.fields == {
+        "prompt": "prompt",
+        "entry_point": "entry_point",
+        "test": "test",
+        "solution": "canonical_solution",
+    }
+    assert any(line.startswith("input.test holds test code") for line in analysis.evidence)
+    # The tests define functions too, but the prompt is still the one to complete.
+    for row in rows:
+        row["input"]["source"] = row["input"].pop("prompt")
+    assert analyze_rows(rows).fields["prompt"] == "source"
+
+
 def test_mmlu_is_multiple_choice() -> None:
     analysis = analyze_rows(MMLU_ROWS)
     assert analysis.kind == "multiple_choice"
@@ -72,6 +92,18 @@ def test_bfcl_is_function_call() -> None:
     assert analysis.fields == {"functions": "function", "messages": "question"}
     assert analysis.schema["input.question"] == "array<array<object>>"
     assert analysis.schema["expected"] == "array|array<object>"
+
+
+def test_bfcl_as_the_catalog_shapes_it_is_function_call() -> None:
+    """The built-in catalog's shape (decision 0028): the question as text, "functions"."""
+    rows = copy.deepcopy(BFCL_ROWS)
+    for row in rows:
+        turns = row["input"].pop("question")
+        row["input"]["question"] = turns[0][0]["content"]
+        row["input"]["functions"] = row["input"].pop("function")
+    analysis = analyze_rows(rows)
+    assert analysis.kind == "function_call"
+    assert analysis.fields == {"question": "question", "functions": "functions"}
 
 
 def test_natural_questions_is_exact_match() -> None:

@@ -170,3 +170,61 @@ def test_counts_and_model_ids_are_not_taken_for_each_other() -> None:
 def test_providers_can_be_configured() -> None:
     parsed = parse_request("Run GSM8K on myhost/smollm2", CATALOG, providers=("myhost",))
     assert (parsed.model, parsed.provider) == ("smollm2", "myhost")
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("Run MMLU Pro (full) on openai/gpt-4o-mini", "MMLU Pro"),
+        ("Run MMLU-Pro on openai/gpt-4o-mini", "MMLU Pro"),
+        ("Run GSM8K hard on local/smollm2", "GSM8K hard"),
+        ("Run HumanEval+ on qwen/qwen3-32b@together", "HumanEval+"),
+        ("Run GSM8K v2 on local/smollm2", "GSM8K v2"),
+    ],
+)
+def test_a_variant_the_catalog_lacks_is_refused_with_the_nearest(text: str, asked: str) -> None:
+    with pytest.raises(RequestNotUnderstood) as raised:
+        parse(text)
+    message = str(raised.value)
+    assert f"no {asked!r}" in message
+    assert asked.split()[0].rstrip("+") in message.split("the nearest:")[1]
+    assert "or the nearest benchmark" in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run MMLU Pro (full), or the nearest benchmark, on openai/gpt-4o-mini",
+        "Run MMLU Pro or closest on openai/gpt-4o-mini",
+        "Run MMLU Pro on openai/gpt-4o-mini; substitutes are fine",
+    ],
+)
+def test_a_substitute_runs_only_when_the_request_allows_it_and_says_so(text: str) -> None:
+    parsed = parse(text)
+    assert (parsed.benchmark_name, parsed.substituted_for) == ("MMLU", "MMLU Pro")
+    assert (parsed.model, parsed.provider) == ("gpt-4o-mini", "openai")
+    assert any("in place of" in n or "instead" in n for n in parsed.notes)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run BFCL v4 parallel function calling on qwen3-32b",  # v4 is BFCL's alias
+        "Run MMLU abstract algebra on openai/gpt-4o-mini",  # a subset, not a variant
+        "Run GSM8K on local/smollm2, first 20 tasks",
+    ],
+)
+def test_named_benchmarks_are_not_taken_for_variants(text: str) -> None:
+    assert parse(text).substituted_for is None
+
+
+def test_a_subset_whose_name_starts_like_a_variant_is_still_a_subset() -> None:
+    bench = next(b for b in CATALOG if b.name == "MMLU")
+    pro = CatalogSubsetEntry(
+        subset_id="sub_pro", slug="pro_law", name="Professional law", task_count=1
+    )
+    catalog = [b.model_copy(update={"subsets": [*b.subsets, pro]}) if b is bench else b
+               for b in CATALOG]  # fmt: skip
+    assert parse_request("Run MMLU pro law on x/y-1", catalog).subset_slug == "pro_law"
+    with pytest.raises(RequestNotUnderstood):
+        parse_request("Run MMLU Pro on x/y-1", catalog)

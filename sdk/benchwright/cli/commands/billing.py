@@ -1,4 +1,4 @@
-"""``benchwright billing``: balance, top-ups and the ledger export."""
+"""``benchwright billing``: balance, top-ups, alerts and the ledger export."""
 
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ ORDER = 40
 billing_app = typer.Typer(
     rich_markup_mode=MARKUP,
     no_args_is_help=True,
-    help="Your balance, top-ups and a CSV of the ledger.",
+    help="Your balance, top-ups, alerts and a CSV of the ledger.",
     epilog=examples(
         "benchwright billing balance",
         "benchwright billing topup 50",
+        "benchwright billing alerts",
         "benchwright billing export --type transactions > ledger.csv",
     ),
 )
@@ -93,6 +94,27 @@ def topup(
             typer.echo(f"pay here: {created['checkout_url']}")
 
     emit(created, fmt, table=table)
+
+
+@billing_app.command("alerts")
+@handle_errors
+def alerts(
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 20,
+    output: OutputOption = None,
+) -> None:
+    """Alerts about your money: a threshold of the monthly cap reached, a refill declined."""
+    fmt = output_format(output)
+    with get_client() as bw, requires_endpoint("alerts (GET /v1/billing/alerts)"):
+        found = dict(bw.billing.alerts.list(limit=limit))
+    data = [dict(a) for a in found.get("data") or []]
+
+    def table() -> None:
+        if not data:
+            typer.echo("no alerts")
+        for a in data:
+            typer.echo(f"{a.get('created_at')}  {a.get('kind')}  {a.get('detail')}")
+
+    emit(found, fmt, table=table, items=data)
 
 
 @billing_app.command("export")

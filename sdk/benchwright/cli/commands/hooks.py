@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ...resources.webhooks import EVENT_TYPES, Webhook, WebhookDelivery
+from ...resources.webhooks import EVENT_TYPES, RUN_EVENT_TYPES, Webhook, WebhookDelivery
 from .._common import (
     EXIT_USAGE,
     OutputOption,
@@ -118,8 +118,9 @@ def list_hooks(output: OutputOption = None) -> None:
 def create(
     url: Annotated[str, typer.Argument(help="Where to POST: https://….")],
     events: Annotated[
-        str, typer.Option(help="Comma-separated: run.finished, run.failed, run.halted.")
-    ] = ",".join(EVENT_TYPES),
+        str,
+        typer.Option(help="Comma-separated: run.finished, run.failed, run.halted, billing.alert."),
+    ] = ",".join(RUN_EVENT_TYPES),
     description: Annotated[str, typer.Option(help="A note for you.")] = "",
     idempotency_key: Annotated[
         str | None, typer.Option(help="Makes a retried create return the same webhook.")
@@ -160,7 +161,10 @@ def delete(webhook_id: WebhookId, output: OutputOption = None) -> None:
 def test(
     webhook_id: WebhookId,
     event: Annotated[
-        str, typer.Option(help="ping, or a made-up run.finished / run.failed / run.halted.")
+        str,
+        typer.Option(
+            help="ping, or a made-up run.finished / run.failed / run.halted / billing.alert."
+        ),
     ] = "ping",
     output: OutputOption = None,
 ) -> None:

@@ -44,7 +44,7 @@ RUNS = "/v1/runs"
 # ``runs.list`` filters that are time ranges: ``{"gte": ..., "lt": ...}``.
 RANGE_FILTERS = ("started_at", "finished_at")
 # What ``runs.launch`` takes that is not a body field of its own.
-_NOT_BODY = frozenset({"self", "extra", "idempotency_key", "__class__"})
+_NOT_BODY = frozenset({"self", "extra", "idempotency_key", "timeout", "__class__"})
 
 
 def run_path(run_id: str, *rest: str) -> str:
@@ -89,9 +89,12 @@ class RunCalls:
         bill) the same run twice.
         """
         named = {k: v for k, v in args.items() if k not in _NOT_BODY}
+        if named.get("hints") is not None and not isinstance(named["hints"], str):
+            named["hints"] = list(named["hints"])
         body = present(**named, **(args.get("extra") or {}))
         headers = key_header(args.get("idempotency_key"), fresh=True)
-        return Call("POST", RUNS, parser(Run), json=body, headers=headers)
+        timeout = args.get("timeout")
+        return Call("POST", RUNS, parser(Run), json=body, headers=headers, timeout=timeout)
 
     @staticmethod
     def get(
@@ -208,10 +211,23 @@ class RunCalls:
 
     @staticmethod
     def tasks[M: BaseModel](
-        run_id: str, passed: bool | None, limit: int, page_token: str | None, page: type[M]
+        run_id: str,
+        page: type[M],
+        *,
+        passed: bool | None,
+        version: int | None,
+        limit: int,
+        page_token: str | None,
+        sort: str | None,
     ) -> Call[M]:
         """One page of task rows, parsed as ``page`` (the sync or the async task list)."""
-        params = {"passed": passed, "limit": limit, "page_token": page_token}
+        params = {
+            "passed": passed,
+            "version": version,
+            "limit": limit,
+            "page_token": page_token,
+            "sort": sort,
+        }
         return Call("GET", run_path(run_id, "tasks"), parser(page), params=params)
 
     @staticmethod

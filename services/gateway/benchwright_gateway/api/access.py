@@ -13,10 +13,9 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
-from benchwright_gateway.application import AccessError
+from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import ALL_SCOPES
+from benchwright_shared.refusal import Refused
 
 
 class SessionIn(BaseModel):
@@ -41,11 +40,6 @@ class AccountIn(BaseModel):
     admin: StrictBool = False
 
 
-def _problem(exc: AccessError, field: str | None = None) -> ProblemError:
-    titles = {400: "invalid request", 401: "login failed", 404: "not found", 409: "conflict"}
-    return ProblemError(exc.status, titles.get(exc.status, "refused"), exc.detail, field=field)
-
-
 def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["access"])
     Caller = Annotated[Principal, Depends(principal)]
@@ -53,10 +47,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     @router.post("/sessions", status_code=201)
     async def open_session(body: SessionIn) -> dict[str, Any]:
         """Log in: a session token for minting access tokens (shown once)."""
-        try:
-            token, session = await ctx.call(ctx.app.open_session, body.username, body.password)
-        except AccessError as exc:
-            raise _problem(exc, "password") from None
+        token, session = await ctx.call(ctx.app.open_session, body.username, body.password)
         return {
             "object": "session",
             "token": token,
@@ -70,17 +61,14 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         """Mint a personal access token with ``scopes``; the token is shown once."""
         caller.require_session("minting a token")
         if "admin" in body.scopes and "admin" not in caller.scopes:
-            raise ProblemError(
+            raise Refused(
                 403,
                 "missing scope",
                 "only an admin session grants 'admin'",
                 field="scopes",
                 code="missing_scope",
             )
-        try:
-            token = await ctx.call(ctx.app.mint_token, caller.account, body.scopes, body.label)
-        except AccessError as exc:
-            raise _problem(exc, "scopes") from None
+        token = await ctx.call(ctx.app.mint_token, caller.account, body.scopes, body.label)
         return {
             "object": "token",
             "token": token,
@@ -98,10 +86,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     @router.delete("/tokens/{token_id}")
     async def revoke_token(token_id: str, caller: Caller) -> dict[str, Any]:
         caller.require_session("revoking a token")
-        try:
-            await ctx.call(ctx.app.revoke_token, caller.account, token_id)
-        except AccessError as exc:
-            raise _problem(exc, "token_id") from None
+        await ctx.call(ctx.app.revoke_token, caller.account, token_id)
         return {"object": "token", "id": token_id, "revoked": True}
 
     @router.post("/accounts", status_code=201)
@@ -110,12 +95,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         # The scope first: a credential without it hears what it lacks, whatever it is.
         caller.require("admin")
         caller.require_session("creating an account")
-        try:
-            login = await ctx.call(
-                lambda: ctx.app.create_login(body.username, body.password, admin=body.admin)
-            )
-        except AccessError as exc:
-            raise _problem(exc, "username") from None
+        login = await ctx.call(
+            lambda: ctx.app.create_login(body.username, body.password, admin=body.admin)
+        )
         return {"object": "account", "account": login.account, "username": login.username}
 
     @router.get("/me")

@@ -6,8 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import (
@@ -16,6 +15,7 @@ from benchwright_shared.contracts import (
     RebuildProjection,
     RebuildResult,
 )
+from benchwright_shared.refusal import Refused
 
 # Which service owns each projection.
 PROJECTION_OWNERS = {
@@ -30,7 +30,7 @@ PROJECTION_OWNERS = {
 def _owner(name: str) -> str:
     owner = PROJECTION_OWNERS.get(name)
     if owner is None:
-        raise ProblemError(
+        raise Refused(
             404,
             "unknown projection",
             f"known: {', '.join(sorted(PROJECTION_OWNERS))}",
@@ -62,7 +62,7 @@ def build_router(
                 subject=subjects.parked_subject(owner),
             )
         if found.problem:
-            raise ProblemError(found.problem.status, found.problem.title, found.problem.detail)
+            raise Refused(found.problem.status, found.problem.title, found.problem.detail)
         return {"object": "list", "data": [m.model_dump() for m in found.data]}
 
     @router.post("/projections/{name}/rebuild")
@@ -82,7 +82,7 @@ def build_router(
                 timeout=300,
             )
         if result.problem:
-            raise ProblemError(result.problem.status, result.problem.title, result.problem.detail)
+            raise Refused(result.problem.status, result.problem.title, result.problem.detail)
         return result.model_dump(exclude={"problem"})
 
     return router

@@ -16,28 +16,41 @@ from fastapi.responses import HTMLResponse, Response
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.narration import narrate
 from benchwright_gateway.api.report import render_report
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
+from benchwright_shared.contracts.run_events import (
+    AnalyzeArtifact,
+    AtomizeArtifact,
+    DatasetTasksArtifact,
+    FetchArtifact,
+    ModelProxyArtifact,
+    ReportFile,
+    SetupArtifact,
+    SnapshotCreated,
+)
 from benchwright_shared.hashing import sha256_hex
+from benchwright_shared.refusal import Refused
+from benchwright_shared.run_log import parse_run_event, run_event_table
 
 QUERY_TIMEOUT_S = 10.0
 PAGE = 5000
 
 # Log entry type -> (artifact kind, phase, media type of its content, field holding it).
-KINDS: dict[str, tuple[str, str, str, str | None]] = {
-    "FetchArtifact": ("fetch", "fetch", "application/json", None),
-    "AnalyzeArtifact": ("analyze", "analyze", "application/json", None),
-    "DatasetTasksArtifact": ("dataset_tasks", "setup", "application/json", None),
-    "SetupArtifact": ("setup", "setup", "text/x-python", "code"),
-    "AtomizeArtifact": ("atomize", "atomize", "text/x-python", "code"),
-    "ModelProxyArtifact": ("model_proxy", "attach", "application/yaml", "litellm_config_yaml"),
-    "SnapshotCreated": ("snapshot", "", "application/json", None),
-    "ReportFile": ("report", "report", "", "content"),
-}
+KINDS: dict[str, tuple[str, str, str, str | None]] = run_event_table(
+    {
+        FetchArtifact: ("fetch", "fetch", "application/json", None),
+        AnalyzeArtifact: ("analyze", "analyze", "application/json", None),
+        DatasetTasksArtifact: ("dataset_tasks", "setup", "application/json", None),
+        SetupArtifact: ("setup", "setup", "text/x-python", "code"),
+        AtomizeArtifact: ("atomize", "atomize", "text/x-python", "code"),
+        ModelProxyArtifact: ("model_proxy", "attach", "application/yaml", "litellm_config_yaml"),
+        SnapshotCreated: ("snapshot", "", "application/json", None),
+        ReportFile: ("report", "report", "", "content"),
+    }
+)
 BY_KIND = {kind: name for name, (kind, *_rest) in KINDS.items()}
 
 
@@ -49,10 +62,10 @@ def _content(event: dict[str, Any]) -> tuple[str, bytes]:
     """(media type, bytes) of one artifact entry."""
     _, _, media_type, field = KINDS[event["type"]]
     data = event["data"]
-    if event["type"] == "ReportFile":
-        return str(data.get("media_type") or "application/octet-stream"), str(
-            data.get("content") or ""
-        ).encode()
+    entry = parse_run_event(event)
+    if entry is not None and isinstance(entry.data, ReportFile):
+        report = entry.data
+        return report.media_type or "application/octet-stream", report.content.encode()
     if field and data.get(field) is not None:
         return media_type, str(data[field]).encode()
     return "application/json", json.dumps(data, indent=2, sort_keys=True).encode()
@@ -93,7 +106,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 timeout=QUERY_TIMEOUT_S,
             )
             if page.problem is not None:
-                raise ProblemError(page.problem.status, page.problem.title, page.problem.detail)
+                raise Refused(page.problem.status, page.problem.title, page.problem.detail)
             events += [e.model_dump(mode="json") for e in page.events]
             if not page.has_more or not page.events:
                 return events
@@ -107,7 +120,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         for event in await artifacts_of(run_id):
             if artifact_id(event["seq"]) == art_id:
                 return event
-        raise ProblemError(
+        raise Refused(
             404, "artifact not found", f"run {run_id} has no artifact {art_id!r}", field="art_id"
         )
 
@@ -123,7 +136,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         await lookup.load_run(ctx, caller, run_id, reading=True)
         if type is not None and type not in BY_KIND and type not in KINDS:
             known = ", ".join(sorted(BY_KIND))
-            raise ProblemError(400, "unknown artifact type", f"one of {known}", field="type")
+            raise Refused(400, "unknown artifact type", f"one of {known}", field="type")
         wanted = KINDS[type][0] if type in KINDS else type
         data = [
             _describe(e, e["_version"], e["_latest"])

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_shared.refusal import Refused
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class Principal:
 
     def require_session(self, what: str) -> None:
         if self.kind != "session":
-            raise ProblemError(
+            raise Refused(
                 403,
                 "an account session is required",
                 f"{what} needs an account session (POST /v1/sessions), not an access token",
@@ -27,7 +27,7 @@ class Principal:
 
     def require(self, scope: str) -> None:
         if scope not in self.scopes and "admin" not in self.scopes:
-            raise ProblemError(
+            raise Refused(
                 403,
                 "missing scope",
                 f"this token lacks the {scope!r} scope",
@@ -43,7 +43,7 @@ def principal_dependency(verify: Verify) -> Callable[[Request], Awaitable[Princi
     async def principal(request: Request) -> Principal:
         header = request.headers.get("authorization", "")
         if not header.lower().startswith("bearer "):
-            raise ProblemError(
+            raise Refused(
                 401,
                 "authentication required",
                 "send Authorization: Bearer <token>",
@@ -51,7 +51,7 @@ def principal_dependency(verify: Verify) -> Callable[[Request], Awaitable[Princi
             )
         found = await verify(header[7:].strip())
         if found is None:
-            raise ProblemError(
+            raise Refused(
                 401,
                 "invalid token",
                 "the token is unknown or revoked",

@@ -1,4 +1,4 @@
-"""``/v1/billing``: balance, controls, top-ups, transactions, usage trend, export.
+"""``/v1/billing``: balance, controls, top-ups, transactions, alerts, usage trend, export.
 
 The gateway checks the caller and the body; the billing service owns the money
 and answers over NATS request/reply.
@@ -12,15 +12,17 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
 from benchwright_gateway.api.errors import raise_for
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts.billing import (
     BalanceView,
+    BillingAlertsPage,
     BillingControls,
     BillingExport,
     CreateTopup,
     ExportBilling,
+    ListBillingAlerts,
     ListTransactions,
     ReadBalance,
     ReadTopup,
@@ -105,7 +107,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         page_token: str | None = None,
     ) -> dict[str, Any]:
-        """Top-ups and per-run debits (``trace_debit``, ``reference_id``: the run), newest first."""
+        """Top-ups, auto-refills (``reference_id``: the provider's charge) and per-run
+        debits (``trace_debit``, ``reference_id``: the run), newest first."""
         caller.require("billing:read")
         query = ListTransactions(
             account=caller.account, kind=kind, limit=limit, page_token=page_token
@@ -117,6 +120,19 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "data": [t.model_dump(mode="json") for t in page.data],
             "next_page_token": page.next_page_token,
         }
+
+    @router.get("/alerts")
+    async def alerts(
+        caller: Caller, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    ) -> dict[str, Any]:
+        """Alerts about the account's money, newest first: a threshold of the monthly cap
+        reached (``cap_threshold``, once per month each) or a declined auto-refill
+        (``refill_declined``). Each is also delivered to webhooks for ``billing.alert``."""
+        caller.require("billing:read")
+        query = ListBillingAlerts(account=caller.account, limit=limit)
+        page = await ask(ctx.bus(), query, BillingAlertsPage, timeout=TIMEOUT_S)
+        raise_for(page.problem)
+        return {"object": "list", "data": [a.model_dump(mode="json") for a in page.data]}
 
     @router.get("/usage_trend")
     async def usage_trend(

@@ -24,8 +24,7 @@ from nats.js.errors import BucketNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream
 from benchwright_shared.contracts.base import Contract
@@ -38,6 +37,7 @@ from benchwright_shared.contracts.build import (
 )
 from benchwright_shared.contracts.registry import TasksUpload
 from benchwright_shared.hashing import canonical_json, sha256_hex
+from benchwright_shared.refusal import Refused
 
 READ, PUBLISH = "registry:read", "registry:publish"
 TIMEOUT_S = 30.0
@@ -76,7 +76,7 @@ class SamplesPatch(BaseModel):
 
 def _check_rows(rows: list[dict[str, Any]], field: str) -> None:
     if len(rows) > MAX_ROWS:
-        raise ProblemError(
+        raise Refused(
             400,
             "too many tasks",
             f"{len(rows)} rows: at most {MAX_ROWS:,} per request",
@@ -99,7 +99,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         if answer.problem is not None:
             p = answer.problem
             code = (p.extra or {}).get("code")
-            raise ProblemError(
+            raise Refused(
                 p.status, p.title, p.detail, field=p.field, code=str(code) if code else None
             )
         return answer

@@ -12,44 +12,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from benchwright_shared.contracts.base import Problem
+from benchwright_shared.refusal import Refused
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
 
 
-class ProblemError(Exception):
-    """Raise to answer with a problem document."""
-
-    def __init__(
-        self,
-        status: int,
-        title: str,
-        detail: str | None = None,
-        *,
-        field: str | None = None,
-        code: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(detail or title)
-        self.status = status
-        self.title = title
-        self.detail = detail
-        self.field = field
-        self.code = code
-        self.headers = headers
-
-
 def raise_for(problem: Problem | None) -> None:
     """Raise a service's answered problem as this API's, its ``code`` included."""
     if problem is not None:
-        code = (problem.extra or {}).get("code")
-        raise ProblemError(
-            problem.status,
-            problem.title,
-            problem.detail,
-            field=problem.field,
-            code=str(code) if code else None,
-        )
+        raise Refused.from_problem(problem)
 
 
 def problem_response(
@@ -81,8 +53,8 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(ProblemError)
-    async def on_problem(_: Request, exc: ProblemError) -> JSONResponse:
+    @app.exception_handler(Refused)
+    async def on_refused(_: Request, exc: Refused) -> JSONResponse:
         return problem_response(
             exc.status, exc.title, exc.detail, field=exc.field, code=exc.code, headers=exc.headers
         )

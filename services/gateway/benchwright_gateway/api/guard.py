@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from benchwright_gateway.api.errors import PROBLEM_JSON
+from benchwright_shared.refusal import Refused
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +50,13 @@ INT64 = 2**63
 MAX_POSITION = 2**53 - 1
 
 
-class Refusal(Exception):
+class Refusal(Refused):
+    """A refusal the guard answers itself: it runs before the app and its handlers."""
+
     def __init__(self, status: int, title: str, detail: str, field: str, code: str) -> None:
-        super().__init__(detail)
+        super().__init__(status, title, detail, field=field or None, code=code)
         # Whether the whole body was read before the refusal (413 only).
         self.body_ended = False
-        self.status, self.title, self.detail, self.field, self.code = (
-            status,
-            title,
-            detail,
-            field,
-            code,
-        )
 
 
 async def send_problem(send: Send, refusal: Refusal, headers: list[tuple[bytes, bytes]]) -> None:
@@ -72,7 +68,7 @@ async def send_problem(send: Send, refusal: Refusal, headers: list[tuple[bytes, 
         "field": refusal.field,
         "code": refusal.code,
     }
-    body = json.dumps({k: v for k, v in document.items() if v != ""}).encode()
+    body = json.dumps({k: v for k, v in document.items() if v not in ("", None)}).encode()
     await send(
         {
             "type": "http.response.start",

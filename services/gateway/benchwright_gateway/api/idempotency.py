@@ -7,14 +7,14 @@ from typing import Any
 from fastapi import Response
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import body_fingerprint
+from benchwright_shared.refusal import Refused
 
 
-def key_reused() -> ProblemError:
+def key_reused() -> Refused:
     """409: the key came before with another body (launches and the operations here)."""
-    return ProblemError(
+    return Refused(
         409,
         "idempotency key reused",
         "this Idempotency-Key was used for a different request body",

@@ -19,14 +19,13 @@ from fastapi import APIRouter, Depends, Header, Response
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.idempotency import key_reused
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
 from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
-from benchwright_gateway.api.render import run_etag
 from benchwright_gateway.api.settings import account_defaults
+from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import body_fingerprint
+from benchwright_gateway.render import run_etag
 from benchwright_shared.bus import ask, send_command
 from benchwright_shared.contracts import (
     BenchmarkResolution,
@@ -42,6 +41,7 @@ from benchwright_shared.contracts import (
 from benchwright_shared.contracts.billing import BalanceView, ReadBalance
 from benchwright_shared.contracts.registry import ReadSubset, RegistryAnswer
 from benchwright_shared.ids import new_run_id
+from benchwright_shared.refusal import Refused
 from benchwright_shared.scoring import DEFAULT_TRIALS
 from benchwright_shared.visibility import publish_problem
 
@@ -97,7 +97,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         view = await ask(ctx.bus(), ReadBalance(account=caller.account), BalanceView)
         short = view.balance.amount_cents < view.launch_floor.amount_cents
         if short or view.stop_reason:
-            raise ProblemError(
+            raise Refused(
                 402,
                 "insufficient balance",
                 f"launching needs a balance of at least {view.launch_floor.amount_cents} cents "
@@ -128,7 +128,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require("runs:write")
         modes = [m for m in ("request", "benchmark", "replay") if getattr(body, m) is not None]
         if len(modes) > 1:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "conflicting launch modes",
                 f"send one of 'request', 'benchmark' or 'replay', not {' and '.join(modes)}",
@@ -136,7 +136,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 code="invalid_argument",
             )
         if not modes:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "nothing to run",
                 "send 'request' (natural language), 'benchmark' (pinned) or 'replay'",
@@ -145,9 +145,24 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             )
         if body.benchmark is None and (body.subset or body.impl):
             field = "subset" if body.subset else "impl"
-            raise ProblemError(400, f"'{field}' needs 'benchmark'", field=field)
+            raise Refused(400, f"'{field}' needs 'benchmark'", field=field)
         if body.benchmark is not None and body.sut is None:
-            raise ProblemError(400, "a pinned launch needs 'sut'", field="sut")
+            raise Refused(400, "a pinned launch needs 'sut'", field="sut")
+        for name in ("hints", "phase_models"):
+            if body.replay is not None and getattr(body, name) is not None:
+                raise Refused(
+                    400,
+                    f"a replay takes no '{name}'",
+                    "a replay runs its parent's scorer: no Driver decides anything in it",
+                    field=name,
+                )
+        if body.phase_models and body.driver == "builtin":
+            raise Refused(
+                400,
+                "the builtin Driver has no model",
+                "phase_models applies to the LLM Driver ('litellm' or '<provider>://<model>')",
+                field="phase_models",
+            )
 
         async def start(run_id: str) -> LaunchRun:
             # The account's defaults fill what the body leaves out; a replay keeps
@@ -166,6 +181,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 "driver": body.driver or defaults.get("default_driver"),
                 "compute": body.compute or defaults.get("default_compute"),
                 "limits": body.ceilings() or defaults.get("default_limits") or {},
+                "hints": body.hint_list(),
+                "phase_models": body.phase_models or {},
             }
             if body.request is not None:
                 return LaunchRun(mode="natural_language", request=body.request, **common)
@@ -190,7 +207,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         if resolution.problem:
             p = resolution.problem
             code = str((p.extra or {}).get("code") or "not_found")
-            raise ProblemError(p.status, p.title, p.detail, field=p.field, code=code)
+            raise Refused(p.status, p.title, p.detail, field=p.field, code=code)
         assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
         if body.trials is None and resolution.default_trials:
             common = {**common, "trials": resolution.default_trials}  # the subset's default
@@ -217,12 +234,12 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         replay = body.replay
         try:
             parent = await load_run(ctx, caller, replay.from_run)
-        except ProblemError:
-            raise ProblemError(
+        except Refused:
+            raise Refused(
                 404, "run not found", f"no run {replay.from_run!r}", field="replay.from_run"
             ) from None
         if not parent.get("impl_id"):
-            raise ProblemError(
+            raise Refused(
                 409,
                 "nothing to replay yet",
                 f"run {replay.from_run} has no scorer on record yet; wait for its Atomize",
@@ -281,7 +298,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 by_task.update(await row_indices(snapshot, missing))
             unknown = [t for t in task_ids if t not in by_task]
             if unknown:
-                raise ProblemError(
+                raise Refused(
                     400,
                     "unknown task ids",
                     (f"subset {snapshot}" if snapshot else f"run {run_id}")
@@ -357,7 +374,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         row = await load_run(ctx, caller, run_id)
         reason = row.get("halt_reason") or ""
         if row["status"] != "running" or not reason.startswith("operator_pause"):
-            raise ProblemError(
+            raise Refused(
                 409,
                 "run is not paused",
                 f"run {run_id} is {row['status']}"
@@ -389,7 +406,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require("runs:write")
         row = await load_run(ctx, caller, run_id)
         if if_match is not None and if_match.strip('"') != run_etag(row):
-            raise ProblemError(
+            raise Refused(
                 412,
                 "run changed",
                 f"the run is at {run_etag(row)}, not {if_match}; read it again",
@@ -407,7 +424,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         if body.visibility == "public":
             problem = publish_problem(row["status"], row.get("benchmark_id"))
             if problem:
-                raise ProblemError(
+                raise Refused(
                     409,
                     "run cannot be public",
                     f"run {run_id} cannot be public: {problem}",
@@ -440,7 +457,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         run_id = row["run_id"]
         reason = row.get("halt_reason") or ""
         if row["status"] != "running" or not reason.startswith(REVIEW_HALTS):
-            raise ProblemError(
+            raise Refused(
                 409,
                 "run is not waiting for review",
                 f"run {run_id} is {row['status']}"

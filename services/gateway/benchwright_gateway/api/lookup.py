@@ -5,11 +5,11 @@ from typing import Any
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
-from benchwright_gateway.api.render import render_run
+from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.render import render_run
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunCost, RunCost
+from benchwright_shared.refusal import Refused
 
 # What another account may see of a run: by link (unlisted) or listed too (public).
 SHARED = ("unlisted", "public")
@@ -26,7 +26,7 @@ async def load_run(
     mine = row is not None and row["account"] == caller.account
     shared = row is not None and reading and row.get("visibility") in SHARED
     if row is None or not (mine or shared):
-        raise ProblemError(404, "run not found", f"no run {run_id!r}", field="run_id")
+        raise Refused(404, "run not found", f"no run {run_id!r}", field="run_id")
     return row
 
 

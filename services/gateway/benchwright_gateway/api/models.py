@@ -1,6 +1,6 @@
 """Request bodies of the public API, validated strictly: unknown fields are errors."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -77,6 +77,10 @@ ENFORCED_LIMITS = {
 PHASE_NAMES = ("find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report")
 FORKABLE_PHASES = ("fetch", "analyze", "setup", "attach", "atomize", "materialize")
 DRIVERS = ("builtin", "litellm")
+# The phases a Driver decides, each of which ``phase_models`` may give its own model.
+DRIVER_PHASES = ("find", "analyze", "atomize")
+MAX_HINTS = 20
+Hint = Annotated[str, Field(min_length=1, max_length=4000)]
 HARNESSES = ("benchwright", "inspect", "lmeval", "lighteval", "harbor")
 
 
@@ -159,7 +163,40 @@ class LaunchRequest(BaseModel):
     trials: TrialsIn | None = None
     limits: dict[str, Any] | None = None
     constraints: ConstraintsIn | None = None
+    # Guidance for the Driver: a sentence or a list of them.
+    hints: Hint | list[Hint] | None = None
+    # ``{phase: "<provider>://<model>"}``: the LLM Driver's model for that phase.
+    phase_models: dict[str, str] | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
+
+    @field_validator("hints")
+    @classmethod
+    def _hints(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not 1 <= len(value) <= MAX_HINTS:
+            raise ValueError(f"hints takes 1 to {MAX_HINTS} sentences")
+        return value
+
+    @field_validator("phase_models")
+    @classmethod
+    def _phase_models(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for phase, model in (value or {}).items():
+            if phase not in DRIVER_PHASES:
+                raise ValueError(
+                    f"phase_models names {phase!r}: the Driver's phases are "
+                    f"{', '.join(DRIVER_PHASES)}"
+                )
+            provider, _, name = model.partition("://")
+            if not (provider and name) or len(model) > 300:
+                raise ValueError(
+                    f"phase_models.{phase} must be '<provider>://<model>', not {model[:60]!r}"
+                )
+        return value
+
+    def hint_list(self) -> list[str]:
+        """``hints`` as a list, whichever form it came in."""
+        if self.hints is None:
+            return []
+        return [self.hints] if isinstance(self.hints, str) else list(self.hints)
 
     @field_validator("harness")
     @classmethod

@@ -19,10 +19,10 @@ from nats.js.object_store import ObjectStore
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError, raise_for
+from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.models import TrialsIn
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream
 from benchwright_shared.contracts.base import Contract
@@ -46,6 +46,7 @@ from benchwright_shared.contracts.registry import (
     UpdateSubset,
 )
 from benchwright_shared.hashing import canonical_json, sha256_hex
+from benchwright_shared.refusal import Refused
 
 READ, PUBLISH = "registry:read", "registry:publish"
 TIMEOUT_S = 30.0
@@ -134,7 +135,7 @@ def _show(kind: str, view: BaseModel | None) -> dict[str, Any]:
 
 def _check_tasks(tasks: list[dict[str, Any]]) -> None:
     if len(tasks) > MAX_TASKS:
-        raise ProblemError(
+        raise Refused(
             400,
             "too many tasks",
             f"{len(tasks)} rows: at most {MAX_TASKS:,} per request; create the subset with "
@@ -146,7 +147,7 @@ def _check_tasks(tasks: list[dict[str, Any]]) -> None:
 
 def _check_language(language: str | None) -> None:
     if language not in (None, "python"):
-        raise ProblemError(
+        raise Refused(
             400,
             "unsupported language",
             "impls are Python",
@@ -393,7 +394,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     ) -> dict[str, Any]:
         """Register scorer code under a benchmark (``subset`` optional)."""
         if body.benchmark not in (None, benchmark_id):
-            raise ProblemError(
+            raise Refused(
                 400, "two benchmarks", "the body names another benchmark", field="benchmark"
             )
         return await create_impl(caller, body, benchmark_id, response)

@@ -21,9 +21,9 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError, raise_for
+from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts.registry import RegistryAnswer
 from benchwright_shared.contracts.registry_reads import (
@@ -38,6 +38,7 @@ from benchwright_shared.contracts.registry_reads import (
     RegistryRunList,
     TaskRange,
 )
+from benchwright_shared.refusal import Refused
 
 READ, PUBLISH = "registry:read", "registry:publish"
 TIMEOUT_S = 30.0
@@ -174,7 +175,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         ``end - 1`` (like Python's ``range``), with each run's outcomes there."""
         caller.require(READ)
         if end <= start or end - start > MAX_RANGE:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "invalid range",
                 f"end must be greater than start, and a range spans at most {MAX_RANGE} tasks "
@@ -212,7 +213,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         the same code again is the same impl (200)."""
         caller.require(PUBLISH)
         if body.subset is None and body.benchmark is None:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "no subset",
                 "name the subset (or the benchmark) the impl is for",

@@ -4,7 +4,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query
 from nats.js.api import DeliverPolicy
@@ -14,16 +14,19 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.artifacts import KINDS, latest_described
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.models import HaltRequest
-from benchwright_gateway.api.render import (
+from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.render import (
     RUN_FIELDS,
+    parse_task_page_token,
     parse_task_row_id,
     render_run,
     render_task,
+    render_task_error,
+    render_trial,
     select_fields,
+    task_page_token,
 )
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream, send_command
@@ -36,6 +39,7 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.contracts.vault import BlockedHostsView, ReadBlockedHosts
 from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
+from benchwright_shared.refusal import Refused
 from benchwright_shared.scoring import summarize
 
 TERMINAL_EVENT = "PipelineFinished"
@@ -45,6 +49,10 @@ EXPANSIONS = ("tasks_summary", "artifacts", "recent_events", "blocked_hosts")
 RECENT_EVENTS = 20
 # The most log entries one expansion reads (a run has a handful of artifacts per phase).
 LOG_SCAN = 5000
+# ``sort`` of ``/tasks``: a key of ``projections.TASK_SORTS``, ``-`` first for descending.
+TaskSort = Literal[
+    "index", "-index", "score", "-score", "duration_ms", "-duration_ms", "task_id", "-task_id"
+]
 # A list parameter is repeated (``?expand=a&expand=b``), comma-separated, or both.
 ListParam = Annotated[list[str] | None, Query()]
 
@@ -56,7 +64,7 @@ def query_names(values: list[str] | None, known: tuple[str, ...], param: str) ->
     names = [n.strip() for value in values for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ProblemError(
+        raise Refused(
             400,
             f"unknown {param}",
             f"{param}: {unknown[0]!r} is not one of {', '.join(known)}",
@@ -122,14 +130,14 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         token = views.run_cursor(rows[-1], sort) if more and rows else None
         return {"object": "list", "data": data, "next_page_token": token}
 
-    async def tasks_summary(run_id: str) -> dict[str, Any]:
-        """The aggregate over the run's settled tasks (latest sweep), live."""
-        return summarize(await ctx.read(views.task_outcomes, run_id))
+    async def tasks_summary(run_id: str, version: int | None = None) -> dict[str, Any]:
+        """The aggregate over the run's settled tasks of one sweep (the latest), live."""
+        return summarize(await ctx.read(views.task_outcomes, run_id, version))
 
     async def events_page(query: GetRunEvents) -> list[dict[str, Any]]:
         page = await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
         if page.problem is not None:
-            raise ProblemError(page.problem.status, page.problem.title, page.problem.detail)
+            raise Refused(page.problem.status, page.problem.title, page.problem.detail)
         return [e.model_dump(mode="json") for e in page.events]
 
     async def latest_artifacts(run_id: str) -> list[dict[str, Any]]:
@@ -198,20 +206,49 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         run_id: str,
         caller: Caller,
         passed: bool | None = None,
+        version: Annotated[int | None, Query(ge=1, le=MAX_POSITION)] = None,
+        sort: TaskSort = "index",
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         page_token: str | None = None,
     ) -> dict[str, Any]:
+        """One page of the run's task rows and the summary of the same sweep.
+
+        ``version`` is a Materialize invocation (a run that restarted Materialize
+        has several); by default the latest, the one the run's summary covers.
+        ``sort`` is ``index``, ``score``, ``duration_ms`` or ``task_id``, ``-`` first
+        for descending. A run launched with ``trials`` has each trial's result on
+        its rows (``trials``).
+        """
         caller.require("runs:read")
         run = await load_run(caller, run_id)
-        after = parse_task_row_id(page_token) if page_token else None
-        if page_token and after is None:
-            raise ProblemError(400, "invalid page_token", field="page_token")
+        versions = await ctx.read(views.task_versions, run_id)
+        if version is not None and version not in versions and run["status"] != "running":
+            raise Refused(
+                400,
+                "unknown version",
+                f"run {run_id} has task rows for versions {versions or 'none'}",
+                field="version",
+            )
+        chosen = version or (versions[-1] if versions else 1)
+        after = None
+        if page_token:
+            parsed = parse_task_page_token(page_token)
+            if parsed is None or parsed[:2] != (sort, chosen):
+                raise Refused(
+                    400,
+                    "invalid page_token",
+                    "the token is not one this listing (same sort and version) gave",
+                    field="page_token",
+                )
+            after = parsed[2]
         outcomes = None if passed is None else (("pass",) if passed else ("fail",))
         rows = await ctx.read(
             lambda cur: views.list_tasks(
                 cur,
                 run_id,
+                version=chosen,
                 outcomes=outcomes,
+                sort=sort,
                 after=after,
                 limit=limit + 1,
                 include_running=passed is None and run["status"] == "running",
@@ -219,11 +256,24 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         )
         more = len(rows) > limit
         rows = rows[:limit]
+        trials = None
+        if run.get("trials"):
+            indexes = [int(r["idx"]) for r in rows]
+            trials = await ctx.read(views.task_trials, run_id, chosen, indexes)
+        token = None
+        if more and rows:
+            token = task_page_token(sort, chosen, views.task_key(rows[-1], sort))
         return {
             "object": "list",
-            "summary": await tasks_summary(run_id),
-            "data": [render_task(r) for r in rows],
-            "next_page_token": render_task(rows[-1])["id"] if more and rows else None,
+            "version": chosen,
+            "versions": versions,
+            "sort": sort,
+            "summary": await tasks_summary(run_id, chosen),
+            "data": [
+                render_task(r, None if trials is None else trials.get(int(r["idx"]), []))
+                for r in rows
+            ],
+            "next_page_token": token,
         }
 
     @router.get("/{run_id}/tasks/{row_id}/payload")
@@ -233,9 +283,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         key = parse_task_row_id(row_id)
         row = await ctx.read(views.get_task, run_id, *key) if key else None
         if row is None:
-            raise ProblemError(
-                404, "task not found", f"no task {row_id!r} in this run", field="task"
-            )
+            raise Refused(404, "task not found", f"no task {row_id!r} in this run", field="task")
         source = await ask(
             ctx.bus(),
             GetSubsetRows(subset_id=run["subset_id"], offset=row["idx"], limit=1),
@@ -243,6 +291,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             timeout=QUERY_TIMEOUT_S,
         )
         task = source.rows[0] if source.rows else {}
+        trials = await ctx.read(views.task_trials, run_id, row["invocation"], [row["idx"]])
         return {
             "id": row_id,
             "object": "task_payload",
@@ -253,11 +302,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "score": row.get("score"),
             "outcome": row.get("outcome"),
             "score_meta": json.loads(row["score_meta"]) if row.get("score_meta") else {},
-            "error": (
-                {"type": row["error_type"], "message": row.get("error")}
-                if row.get("error_type")
-                else None
-            ),
+            "error": render_task_error(row),
+            "trials": [render_trial(t, full=True) for t in trials.get(row["idx"], [])],
         }
 
     @router.get("/{run_id}/events")
@@ -291,7 +337,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         caller.require("runs:write")
         row = await load_run(caller, run_id, reading=False)
         if row["status"] != "running":
-            raise ProblemError(
+            raise Refused(
                 409,
                 "run already finished",
                 f"run {run_id} is {row['status']}",

@@ -14,12 +14,11 @@ from fastapi import APIRouter, Depends, Header, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.idempotency import answer_once
 from benchwright_gateway.api.lookup import load_run
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared.bus import ask
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.vault import (
     BlockedHostsView,
     DeleteSecret,
@@ -35,6 +34,7 @@ from benchwright_shared.contracts.vault import (
     SecretView,
     UpdateHostPolicy,
 )
+from benchwright_shared.refusal import Refused
 
 NAME = r"^[A-Za-z0-9_.-]{1,100}$"
 TIMEOUT_S = 10.0
@@ -68,11 +68,6 @@ class HostPolicyPatch(BaseModel):
     starter_pack: StrictBool = False
 
 
-def _raise(problem: Problem | None, field: str | None = None) -> None:
-    if problem is not None:
-        raise ProblemError(problem.status, problem.title, problem.detail, field=field)
-
-
 SECRET_ID = re.compile(r"^sec_[0-9a-f]{16}$")
 RULE_ID = re.compile(r"^hpr_[0-9a-f]{12}$")
 
@@ -103,9 +98,9 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     router = APIRouter(prefix="/v1", tags=["secrets"])
     Caller = Annotated[Principal, Depends(principal)]
 
-    async def put(command: PutSecret, field: str) -> dict[str, Any]:
+    async def put(command: PutSecret) -> dict[str, Any]:
         answer = await ask(ctx.bus(), command, SecretAnswer, timeout=TIMEOUT_S)
-        _raise(answer.problem, field)
+        raise_for(answer.problem)
         assert answer.secret is not None
         return _show(answer.secret, command.account)
 
@@ -134,7 +129,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             idempotency_key,
             body.model_dump(mode="json"),
             response,
-            lambda: put(command, "name"),
+            lambda: put(command),
         )
 
     async def named(caller: Principal, name_or_id: str) -> str:
@@ -144,7 +139,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         for secret in (await read(caller, None)).secrets:
             if secret_id(caller.account, secret.name) == name_or_id:
                 return secret.name
-        raise ProblemError(404, "secret not found", f"no secret {name_or_id!r}", field="name")
+        raise Refused(404, "secret not found", f"no secret {name_or_id!r}", field="name")
 
     @router.patch("/secrets/{name}")
     async def update_secret(name: str, body: SecretPatch, caller: Caller) -> dict[str, Any]:
@@ -161,7 +156,6 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 description=body.description,
                 rules=body.rules,
             ),
-            "value",
         )
 
     async def read(caller: Principal, name: str | None) -> SecretAnswer:
@@ -171,7 +165,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             SecretAnswer,
             timeout=TIMEOUT_S,
         )
-        _raise(answer.problem, "name")
+        raise_for(answer.problem)
         return answer
 
     @router.get("/secrets")
@@ -198,7 +192,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             SecretAnswer,
             timeout=TIMEOUT_S,
         )
-        _raise(answer.problem, "name")
+        raise_for(answer.problem)
         return {"object": "secret", "name": name, "deleted": True}
 
     @router.get("/host-policy")
@@ -208,7 +202,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
 
     async def read_policy(caller: Principal) -> HostPolicyView:
         view = await ask(ctx.bus(), ReadHostPolicy(account=caller.account), HostPolicyView)
-        _raise(view.problem)
+        raise_for(view.problem)
         return view
 
     async def patterns(caller: Principal, entries: list[str]) -> list[str]:
@@ -218,7 +212,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         by_id = {rule_id(r.pattern): r.pattern for r in (await read_policy(caller)).rules}
         unknown = [e for e in entries if RULE_ID.match(e) and e not in by_id]
         if unknown:
-            raise ProblemError(404, "rule not found", f"no rule {unknown[0]!r}", field="remove")
+            raise Refused(404, "rule not found", f"no rule {unknown[0]!r}", field="remove")
         return [by_id.get(e, e) for e in entries]
 
     @router.patch("/host-policy")
@@ -245,7 +239,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 HostPolicyView,
                 timeout=TIMEOUT_S,
             )
-            _raise(view.problem, "remove")
+            raise_for(view.problem)
             return _policy(view)
 
         return await answer_once(
@@ -262,7 +256,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         view = await ask(
             ctx.bus(), ReadBlockedHosts(account=account, run_id=run_id), BlockedHostsView
         )
-        _raise(view.problem)
+        raise_for(view.problem)
         return {"object": "list", "data": [b.model_dump(mode="json") for b in view.data]}
 
     @router.get("/blocked-hosts")

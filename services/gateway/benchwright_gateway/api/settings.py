@@ -13,10 +13,10 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
 from benchwright_gateway.api.models import check_driver, check_limits
+from benchwright_gateway.context import GatewayContext
 from benchwright_shared.contracts import COMPUTE_CHOICES
+from benchwright_shared.refusal import Refused
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ class SettingIn(BaseModel):
     value: Any
 
 
-def _unknown(key: str) -> ProblemError:
-    return ProblemError(
+def _unknown(key: str) -> Refused:
+    return Refused(
         404,
         "unknown setting",
         f"no setting {key!r}; GET /v1/settings/schema lists them",
@@ -114,7 +114,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             raise _unknown(key)
         held = await ctx.call(ctx.app.account_settings, caller.account)
         if key not in held.values:
-            raise ProblemError(404, "setting not set", f"{key!r} is not set", field="key")
+            raise Refused(404, "setting not set", f"{key!r} is not set", field="key")
         return _show(key, held.values[key], held.updated.get(key))
 
     @router.put("/{key}")
@@ -127,7 +127,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         try:
             value = spec.check(body.value)
         except ValueError as exc:
-            raise ProblemError(400, "invalid setting", f"{key}: {exc}", field="value") from None
+            raise Refused(400, "invalid setting", f"{key}: {exc}", field="value") from None
         held = await ctx.call(ctx.app.put_setting, caller.account, key, value)
         return _show(key, held.values[key], held.updated.get(key))
 

@@ -14,8 +14,7 @@ from fastapi import APIRouter, Depends, Header, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.errors import ProblemError
+from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.webhooks.application import Registered, new_event_id
 from benchwright_gateway.webhooks.delivery import Webhooks, encode_event
 from benchwright_gateway.webhooks.domain import (
@@ -25,8 +24,8 @@ from benchwright_gateway.webhooks.domain import (
     TEST_EVENT_TYPES,
     Delivery,
     Endpoint,
-    WebhookError,
 )
+from benchwright_shared.refusal import Refused
 
 EventName = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -111,17 +110,7 @@ def build_router(
     Caller = Annotated[Principal, Depends(principal)]
 
     async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await webhooks.call(fn, *args, **kwargs)
-        except WebhookError as exc:
-            titles = {400: "invalid request", 404: "not found", 409: "conflict"}
-            raise ProblemError(
-                exc.status,
-                titles.get(exc.status, "refused"),
-                exc.detail,
-                field=exc.field,
-                code=exc.code,
-            ) from None
+        return await webhooks.call(fn, *args, **kwargs)
 
     @router.post("", status_code=201)
     async def create_webhook(
@@ -162,7 +151,7 @@ def build_router(
         caller.require("webhooks:write")
         await call(webhooks.app.endpoint, caller.account, webhook_id)
         if not body.model_fields_set:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "invalid request",
                 "name at least one of url, events, description, enabled",
@@ -211,7 +200,7 @@ def build_router(
         await call(webhooks.app.endpoint, caller.account, webhook_id)
         event_type = body.event if body else PING
         if event_type not in TEST_EVENT_TYPES:
-            raise ProblemError(
+            raise Refused(
                 400,
                 "invalid request",
                 f"unknown event {event_type!r}; known: {list(TEST_EVENT_TYPES)}",

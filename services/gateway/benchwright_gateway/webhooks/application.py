@@ -31,13 +31,13 @@ from benchwright_gateway.webhooks.domain import (
     Endpoint,
     EndpointIndex,
     Outbox,
-    WebhookError,
     delivery_id_for,
     event_id_for,
     url_problem,
 )
 from benchwright_gateway.webhooks.settings import WebhookSettings
 from benchwright_shared.hashing import canonical_json, sha256_hex
+from benchwright_shared.refusal import Refused
 
 # How long a claimed attempt is a worker's alone, beyond its request timeout.
 LEASE_SLACK_S = 30.0
@@ -67,6 +67,18 @@ class Outcome:
     run_id: str
     event_type: str
     seq: int
+    occurred_at: float
+
+
+@dataclass(frozen=True)
+class AccountEvent:
+    """Something about an account, not a run (a billing alert), with its payload."""
+
+    # Stable across redeliveries of the message that announced it.
+    source_id: str
+    account: str
+    event_type: str
+    data: dict[str, Any]
     occurred_at: float
 
 
@@ -143,16 +155,18 @@ class WebhooksApplication(Application[uuid.UUID]):
         if idempotency_key and idempotency_key in index.keys:
             endpoint_id, seen = index.keys[idempotency_key]
             if seen != fingerprint:
-                raise WebhookError(
+                raise Refused(
                     409,
+                    "conflict",
                     "this Idempotency-Key was used with a different body",
                     field="Idempotency-Key",
                     code="idempotency_key_reused",
                 )
             endpoint = self._endpoint(endpoint_id)
             if endpoint is None or endpoint.removed:
-                raise WebhookError(
+                raise Refused(
                     409,
+                    "conflict",
                     "the webhook made with this Idempotency-Key was deleted",
                     field="Idempotency-Key",
                     code="idempotency_key_reused",
@@ -161,8 +175,9 @@ class WebhooksApplication(Application[uuid.UUID]):
             secret = self.sealer.open(endpoint.sealed_secret) if unrotated else None
             return Registered(endpoint, secret, replayed=True)
         if len(index.endpoints) >= self.settings.max_endpoints:
-            raise WebhookError(
+            raise Refused(
                 409,
+                "conflict",
                 f"an account has at most {self.settings.max_endpoints} webhooks; delete one first",
                 field="url",
                 code="webhook_limit",
@@ -179,8 +194,12 @@ class WebhooksApplication(Application[uuid.UUID]):
         """The caller's endpoint; another account's answers exactly as a missing one."""
         found = self._endpoint(endpoint_id)
         if found is None or found.account != account or found.removed:
-            raise WebhookError(
-                404, f"no webhook {endpoint_id!r}", field="webhook_id", code="not_found"
+            raise Refused(
+                404,
+                "not found",
+                f"no webhook {endpoint_id!r}",
+                field="webhook_id",
+                code="not_found",
             )
         return found
 
@@ -221,8 +240,9 @@ class WebhooksApplication(Application[uuid.UUID]):
         """A new signing secret, returned this once; the old one signs beside it for
         ``overlap_s`` seconds (0: it stops now)."""
         if not 0 <= overlap_s <= MAX_ROTATION_OVERLAP_S:
-            raise WebhookError(
+            raise Refused(
                 400,
+                "invalid request",
                 f"expire_previous_after_s is between 0 and {MAX_ROTATION_OVERLAP_S}",
                 field="expire_previous_after_s",
             )
@@ -298,8 +318,9 @@ class WebhooksApplication(Application[uuid.UUID]):
         self.endpoint(account, endpoint_id)
         delivery = self._delivery(delivery_id)
         if delivery is None or delivery.endpoint_id != endpoint_id:
-            raise WebhookError(
+            raise Refused(
                 404,
+                "not found",
                 f"no delivery {delivery_id!r} of this webhook",
                 field="delivery_id",
                 code="not_found",
@@ -322,6 +343,27 @@ class WebhooksApplication(Application[uuid.UUID]):
             if event_id in outbox.triggers:
                 continue
             outbox.notice(event_id, o.run_id, o.event_type, o.seq, o.occurred_at, now)
+            added += 1
+        if added:
+            self.save(outbox)
+        return added
+
+    @_conflicts_retried
+    def notice_account_events(self, events: list[AccountEvent], *, now: float) -> int:
+        """Put account events (billing alerts) in the outbox, each once; how many were new.
+
+        Their event ids derive from the source's own id: a redelivered alert, or
+        one noticed by two gateway processes, is one event.
+        """
+        outbox = self._outbox()
+        added = 0
+        for e in events:
+            event_id = event_id_for(e.source_id, e.event_type)
+            if event_id in outbox.triggers:
+                continue
+            outbox.notice_account_event(
+                event_id, e.account, e.event_type, e.data, e.occurred_at, now
+            )
             added += 1
         if added:
             self.save(outbox)
@@ -468,8 +510,9 @@ class WebhooksApplication(Application[uuid.UUID]):
     def _check_events(self, events: list[str]) -> list[str]:
         unknown = sorted(set(events) - set(EVENT_TYPES))
         if unknown or not events:
-            raise WebhookError(
+            raise Refused(
                 400,
+                "invalid request",
                 f"unknown events {unknown}; known: {list(EVENT_TYPES)}"
                 if unknown
                 else f"name at least one of {list(EVENT_TYPES)}",
@@ -481,7 +524,7 @@ class WebhooksApplication(Application[uuid.UUID]):
     def _check_url(self, url: str) -> None:
         problem = url_problem(url, allow_insecure=self.settings.allow_insecure_urls)
         if problem:
-            raise WebhookError(400, problem, field="url", code="invalid_argument")
+            raise Refused(400, "invalid request", problem, field="url", code="invalid_argument")
 
     def _endpoint(self, endpoint_id: str) -> Endpoint | None:
         try:

@@ -2,10 +2,13 @@
 
 1. A durable JetStream consumer of the run log (``bw.run.v1.*``) notes every
    ``PipelineFinished`` in the outbox (``run.finished`` / ``run.failed`` /
-   ``run.halted``) and acks: nothing else happens on the consumer.
+   ``run.halted``) and acks: nothing else happens on the consumer. Another
+   notes billing's alerts (``bw.evt.billing.alert_raised.v1``) as
+   ``billing.alert``, with the alert as the payload.
 2. The deliverer waits until the gateway's runs view shows the run settled (it
    may lag the log), renders the run exactly as ``GET /v1/runs/{id}`` would,
-   and records one delivery per endpoint that wants the event, in one save.
+   and records one delivery per endpoint that wants the event, in one save. An
+   account event needs no view: its payload came with it.
 3. Due deliveries are claimed (one worker at a time, across processes), POSTed
    with an HMAC signature, and every attempt is recorded with its status code,
    duration and error; a failure is tried again later with exponential backoff,
@@ -23,7 +26,7 @@ import random
 import secrets
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,12 +37,17 @@ from faststream.nats import JStream, NatsRouter, PullSub
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchwright_gateway.api import lookup
-from benchwright_gateway.api.context import GatewayContext
-from benchwright_gateway.api.render import render_run
-from benchwright_gateway.webhooks.application import Job, Outcome, WebhooksApplication
+from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.render import render_run
+from benchwright_gateway.webhooks.application import (
+    AccountEvent,
+    Job,
+    Outcome,
+    WebhooksApplication,
+)
 from benchwright_gateway.webhooks.crypto import WebhooksSealer
 from benchwright_gateway.webhooks.domain import (
+    BILLING_ALERT,
     DELIVERY_HEADER,
     EVENT_HEADER,
     EVENT_ID_HEADER,
@@ -52,6 +60,7 @@ from benchwright_gateway.webhooks.domain import (
 )
 from benchwright_gateway.webhooks.settings import WebhookSettings
 from benchwright_shared import subjects
+from benchwright_shared.contracts.billing import BillingAlert, BillingAlertRaised
 from benchwright_shared.projection import ViewCursor
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
@@ -60,6 +69,7 @@ log = logging.getLogger(__name__)
 
 USER_AGENT = "Benchwright-Webhooks/1"
 CONSUMER = "gateway-webhooks-v1"
+ALERTS_CONSUMER = "gateway-webhooks-billing-alerts-v1"
 TERMINAL_EVENT = "PipelineFinished"
 
 
@@ -88,6 +98,24 @@ def outcome_of(message: dict[str, Any]) -> Outcome | None:
     )
 
 
+def alert_data(alert: BillingAlert) -> dict[str, Any]:
+    """What a ``billing.alert`` delivery carries: the alert as ``GET /v1/billing/alerts``
+    lists it."""
+    return {"object": "billing_alert", **alert.model_dump(mode="json")}
+
+
+def account_event_of(message: dict[str, Any]) -> AccountEvent:
+    """The webhook event a ``BillingAlertRaised`` announces."""
+    alert = BillingAlertRaised.model_validate(message).alert
+    return AccountEvent(
+        source_id=alert.id,
+        account=alert.account,
+        event_type=BILLING_ALERT,
+        data=alert_data(alert),
+        occurred_at=alert.created_at.timestamp(),
+    )
+
+
 def encode_event(
     event_id: str, event_type: str, created: float, data: dict[str, Any], *, test: bool
 ) -> str:
@@ -107,6 +135,22 @@ def sample_data(event_type: str, endpoint_id: str, base_url: str, now: float) ->
     """What a test delivery carries: a ping, or a made-up run shaped like a real one."""
     if event_type == PING:
         return {"object": "ping", "webhook_id": endpoint_id, "message": "pong"}
+    if event_type == BILLING_ALERT:
+        sample = BillingAlert.model_validate(
+            {
+                "id": "alrt_000000000000000000000000",
+                "kind": "cap_threshold",
+                "account": "acct_example",
+                "period": datetime.fromtimestamp(now, UTC).strftime("%Y-%m"),
+                "threshold_pct": 80,
+                "month_spent": {"amount_cents": 8_000},
+                "monthly_cap": {"amount_cents": 10_000},
+                "balance": {"amount_cents": 2_500},
+                "detail": "a test event: this month's spend reached 80% of the monthly cap",
+                "created_at": datetime.fromtimestamp(now, UTC),
+            }
+        )
+        return alert_data(sample)
     status = "ok" if event_type == "run.finished" else "error"
     halted = event_type == "run.halted"
     at = datetime.fromtimestamp(now, UTC).isoformat()
@@ -144,10 +188,13 @@ class Webhooks:
         settings: Settings,
         router: NatsRouter,
         ctx: GatewayContext,
+        show_run: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
         webhook_settings: WebhookSettings | None = None,
     ) -> None:
         self.settings = webhook_settings or WebhookSettings()
         self.ctx = ctx
+        # A run's row as the API shows it (cost included): what a run event carries.
+        self.show_run = show_run
         self.blocking = BlockingStore("gateway-webhooks")
         self.app = WebhooksApplication(
             eventsourcing_env(settings, "gateway", part="webhooks"),
@@ -191,6 +238,25 @@ class Webhooks:
             outcomes = [o for o in (outcome_of(b) for b in bodies) if o is not None]
             if outcomes:
                 await self.call(self.app.notice_outcomes, outcomes, now=time.time())
+                self.wake()
+
+        @router.subscriber(
+            subjects.BILLING_ALERT_RAISED,
+            stream=JStream(subjects.EVENTS_STREAM, declare=False),
+            durable=ALERTS_CONSUMER,
+            pull_sub=PullSub(batch_size=64, timeout=0.2, batch=True),
+            ack_policy=AckPolicy.NACK_ON_ERROR,
+            config=ConsumerConfig(
+                durable_name=ALERTS_CONSUMER,
+                max_deliver=max_deliver,
+                ack_wait=10,
+                deliver_policy=DeliverPolicy.ALL,
+            ),
+        )
+        async def note_alerts(bodies: list[dict[str, Any]]) -> None:
+            events = [account_event_of(b) for b in bodies]
+            if events:
+                await self.call(self.app.notice_account_events, events, now=time.time())
                 self.wake()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -274,6 +340,8 @@ class Webhooks:
         """Once the run's view shows it settled: render it and record the deliveries.
 
         False while the view has not caught up (the outbox is unchanged)."""
+        if trigger.get("data") is not None:
+            return await self._fan_out_account_event(event_id, trigger)
         row: dict[str, Any] | None = await self.ctx.read(_run_row, trigger["run_id"])
         waited = time.time() - float(trigger["noticed_at"])
         overdue = waited > self.settings.payload_wait_s
@@ -297,9 +365,25 @@ class Webhooks:
         if not wanted:
             await self.call(self.app.drop_outcome, event_id)
             return True
-        run = await lookup.show(self.ctx, row)
+        run = await self.show_run(row)
         body = encode_event(
             event_id, trigger["event_type"], float(trigger["occurred_at"]), run, test=False
+        )
+        await self.call(self.app.fan_out, event_id, account=account, body=body, now=time.time())
+        return True
+
+    async def _fan_out_account_event(self, event_id: str, trigger: dict[str, Any]) -> bool:
+        """An account event (a billing alert) to every endpoint of the account that wants it."""
+        account = str(trigger["account"])
+        occurred_at = float(trigger["occurred_at"])
+        wanted: list[Any] = await self.call(
+            self.app.matching, account, trigger["event_type"], occurred_at
+        )
+        if not wanted:
+            await self.call(self.app.drop_outcome, event_id)
+            return True
+        body = encode_event(
+            event_id, trigger["event_type"], occurred_at, trigger["data"], test=False
         )
         await self.call(self.app.fan_out, event_id, account=account, body=body, now=time.time())
         return True

@@ -1,10 +1,11 @@
 """Webhooks: endpoints, deliveries and the rules for signing and retrying. No I/O.
 
 An *endpoint* (``whk_…``) is a URL an account registered for some event types.
-When a run settles, one *event* (``evt_…``) describes it, and one *delivery*
-(``whd_…``) per endpoint that wants it carries that event there: attempted,
-retried with exponential backoff, every attempt recorded. The *outbox* is what
-is still to do: run outcomes waiting to be fanned out, deliveries due.
+When a run settles, or billing raises an alert about the account's money, one
+*event* (``evt_…``) describes it, and one *delivery* (``whd_…``) per endpoint
+that wants it carries that event there: attempted, retried with exponential
+backoff, every attempt recorded. The *outbox* is what is still to do: run
+outcomes and account events waiting to be fanned out, deliveries due.
 """
 
 import hashlib
@@ -18,9 +19,14 @@ from urllib.parse import urlsplit
 from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.ids import stable_uuid
+from benchwright_shared.refusal import Refused
 
 # What an endpoint can subscribe to; ``ping`` is only ever sent by a test delivery.
-EVENT_TYPES = ("run.finished", "run.failed", "run.halted")
+# ``billing.alert``: the account's spend reached an alert threshold of its monthly
+# cap, or an auto-refill was declined (docs/decisions/0030).
+BILLING_ALERT = "billing.alert"
+RUN_EVENT_TYPES = ("run.finished", "run.failed", "run.halted")
+EVENT_TYPES = (*RUN_EVENT_TYPES, BILLING_ALERT)
 PING = "ping"
 TEST_EVENT_TYPES = (PING, *EVENT_TYPES)
 
@@ -39,19 +45,6 @@ DELIVERY_STATUSES = (PENDING, SUCCEEDED, FAILED)
 
 MAX_URL_LENGTH = 2048
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
-
-class WebhookError(Exception):
-    """A webhook request was refused; ``status`` says how, ``field`` what was at fault."""
-
-    def __init__(
-        self, status: int, detail: str, *, field: str | None = None, code: str | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.field = field
-        self.code = code
 
 
 # -- rules ------------------------------------------------------------------------------
@@ -382,8 +375,9 @@ class Delivery(Aggregate):
     def requeue(self, at: float) -> None:
         """A manual retry: a fresh series of attempts, starting now."""
         if self.status == PENDING:
-            raise WebhookError(
+            raise Refused(
                 409,
+                "conflict",
                 f"delivery {self.delivery_id} is still pending; it will be attempted again",
                 field="delivery_id",
                 code="delivery_pending",
@@ -440,6 +434,28 @@ class Outbox(Aggregate):
             "run_id": run_id,
             "event_type": event_type,
             "seq": seq,
+            "occurred_at": occurred_at,
+            "noticed_at": at,
+        }
+
+    @event("AccountEventNoticed")
+    def notice_account_event(
+        self,
+        event_id: str,
+        account: str,
+        event_type: str,
+        data: dict[str, Any],
+        occurred_at: float,
+        at: float,
+    ) -> None:
+        """An event about an account rather than a run (a billing alert): it carries its
+        own payload, so nothing waits for a read model before it is fanned out."""
+        self.triggers[event_id] = {
+            "run_id": None,
+            "account": account,
+            "event_type": event_type,
+            "data": data,
+            "seq": 0,
             "occurred_at": occurred_at,
             "noticed_at": at,
         }

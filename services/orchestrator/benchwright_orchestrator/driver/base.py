@@ -7,6 +7,7 @@ does to the world goes through ``DriverTools``, which the pipeline records in
 the run's log as tool calls and results.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,9 @@ class Resolution:
     scope: dict[str, Any]
     sut: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    # The benchmark the request named, when the catalog lacked it and the request
+    # allowed this one in its place.
+    substituted_for: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,12 @@ class DriverTools(Protocol):
 class Driver(Protocol):
     name: str
     model: str | None
+
+    @property
+    def phase_models(self) -> Mapping[str, str]:
+        """Another model for a phase (``find``/``analyze``/``atomize``); ``model`` otherwise."""
+        ...
+
     # Why this Driver and not the one asked for, when they differ.
     note: str | None
 

@@ -16,7 +16,7 @@ otherwise LiteLLM routes ``<provider>://<model>`` (imported lazily, offline).
 
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -109,6 +109,12 @@ PHASE_TOOLS: dict[str, list[dict[str, Any]]] = {
             },
             model={"type": "string", "optional": True},
             provider={"type": "string", "optional": True},
+            substituted_for={
+                "type": "string",
+                "description": "the benchmark the request named, when the catalog lacks it "
+                "and the request allows a substitute",
+                "optional": True,
+            },
         ),
     ],
     "analyze": [
@@ -150,8 +156,16 @@ PHASE_TOOLS: dict[str, list[dict[str, Any]]] = {
 class LiteLLMDriver:
     name = "litellm"
 
-    def __init__(self, model: str, settings: Settings, note: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        settings: Settings,
+        note: str | None = None,
+        phase_models: Mapping[str, str] | None = None,
+    ) -> None:
         self.model: str | None = model
+        # A launch's ``phase_models``: another model for some of the phases.
+        self.phase_models = dict(phase_models or {})
         self.note = note
         self.settings = settings
         self._usage = DriverUsage()
@@ -168,9 +182,9 @@ class LiteLLMDriver:
 
     # -- talking to the Driver's model ------------------------------------------------
     async def _complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        provider, _, name = (self.model or "").partition("://")
+        provider, _, name = model.partition("://")
         key = self.settings.driver_api_key
         body = {"messages": messages, "tools": tools, "temperature": 0}
         if self.settings.driver_api_base:
@@ -223,7 +237,9 @@ class LiteLLMDriver:
             {"role": "user", "content": task},
         ]
         for _ in range(MAX_TURNS):
-            reply = await self._complete(messages, specs)
+            reply = await self._complete(
+                self.phase_models.get(phase, self.model or ""), messages, specs
+            )
             message = reply["choices"][0]["message"]
             messages.append(
                 {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
@@ -322,13 +338,17 @@ class LiteLLMDriver:
                             if model and provider
                             else None,
                             notes=[f"the Driver resolved {request!r}"],
+                            substituted_for=a.get("substituted_for") or None,
                         )
             return None
 
         task = (
             f"Phase Find. The request: {request!r}. Find the benchmark and subset it means "
             "in the catalog, the scope (all tasks, the first n, or n per category) and the "
-            "model under test if named, then call resolve_benchmark."
+            "model under test if named, then call resolve_benchmark. Never run another "
+            "benchmark than the one named (MMLU is not MMLU Pro): if the catalog lacks it, "
+            "call request_human_review saying so and naming the nearest ones, unless the "
+            "request allows a substitute; then pass what it named as substituted_for."
         )
         found: Resolution = await self._converse("find", task, tools, close)
         return found

@@ -32,6 +32,7 @@ class BuiltinDriver:
 
     def __init__(self, note: str | None = None) -> None:
         self.note = note
+        self.phase_models: dict[str, str] = {}  # no model of its own, in any phase
 
     def usage(self) -> DriverUsage:
         return DriverUsage()  # no model: nothing to pay for
@@ -62,6 +63,7 @@ class BuiltinDriver:
             scope={"kind": parsed.scope.kind, "n": parsed.scope.n},
             sut=sut,
             notes=list(parsed.notes),
+            substituted_for=parsed.substituted_for,
         )
 
     async def analyze(self, sample: RowSample, tools: DriverTools) -> Analysis:

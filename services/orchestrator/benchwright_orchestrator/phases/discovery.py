@@ -37,6 +37,7 @@ async def find(ctx: PhaseContext) -> None:
         scope=found.scope,
         sut=None if run.sut else found.sut,
         notes=found.notes,
+        substituted_for=found.substituted_for,
     )
     if sut is None:
         raise PhaseError(

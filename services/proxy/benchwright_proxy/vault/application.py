@@ -13,7 +13,6 @@ from benchwright_proxy.vault.domain import (
     HostPolicy,
     Secret,
     SecretIndex,
-    VaultError,
     host_matches,
     preview,
 )
@@ -26,6 +25,7 @@ from benchwright_shared.contracts.vault import (
     SecretView,
     UpdateHostPolicy,
 )
+from benchwright_shared.refusal import Refused
 
 
 class VaultApplication(Application[uuid.UUID]):
@@ -48,9 +48,13 @@ class VaultApplication(Application[uuid.UUID]):
         secret = self._get(Secret, Secret.create_id(command.account, command.name))
         exists = secret is not None and not secret.deleted
         if command.create_only and exists:
-            raise VaultError(409, "secret exists", f"a secret named {command.name!r} exists")
+            raise Refused(
+                409, "secret exists", f"a secret named {command.name!r} exists", field="name"
+            )
         if not exists and command.value is None:
-            raise VaultError(404, "secret not found", f"no secret named {command.name!r}")
+            raise Refused(
+                404, "secret not found", f"no secret named {command.name!r}", field="name"
+            )
         if secret is None:
             secret = Secret(command.account, command.name)
         secret.store(
@@ -78,7 +82,7 @@ class VaultApplication(Application[uuid.UUID]):
         if name is not None:
             secret = self._get(Secret, Secret.create_id(account, name))
             if secret is None or secret.deleted:
-                raise VaultError(404, "secret not found", f"no secret named {name!r}")
+                raise Refused(404, "secret not found", f"no secret named {name!r}", field="name")
             return [self._view(secret)]
         index = self._get(SecretIndex, SecretIndex.create_id(account))
         views = []
@@ -91,7 +95,7 @@ class VaultApplication(Application[uuid.UUID]):
     def delete(self, account: str, name: str) -> None:
         secret = self._get(Secret, Secret.create_id(account, name))
         if secret is None or secret.deleted:
-            raise VaultError(404, "secret not found", f"no secret named {name!r}")
+            raise Refused(404, "secret not found", f"no secret named {name!r}", field="name")
         secret.delete(at=datetime.now(UTC))
         self.save(secret)
 
@@ -148,7 +152,9 @@ class VaultApplication(Application[uuid.UUID]):
         policy = self._policy(command.account)
         unknown = [p for p in command.remove if p not in policy.rules]
         if unknown:
-            raise VaultError(404, "no such rule", f"no host rule for {', '.join(unknown)}")
+            raise Refused(
+                404, "no such rule", f"no host rule for {', '.join(unknown)}", field="remove"
+            )
         upsert: dict[str, str] = {r.pattern: str(r.action) for r in command.upsert}
         if command.starter_pack:
             upsert = {p: "allow" for p in STARTER_PACK} | upsert

@@ -29,14 +29,6 @@ STARTER_PACK = (
 )
 
 
-class VaultError(Exception):
-    def __init__(self, status: int, title: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.title = title
-        self.detail = detail
-
-
 def host_matches(pattern: str, host: str) -> bool:
     """``api.x.com`` matches itself; ``*.x.com`` matches any subdomain (not ``x.com``)."""
     host = host.lower().rstrip(".")

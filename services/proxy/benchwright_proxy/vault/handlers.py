@@ -5,9 +5,7 @@ from collections.abc import Callable
 from faststream.nats import NatsRouter
 
 from benchwright_proxy.vault.application import VaultApplication
-from benchwright_proxy.vault.domain import VaultError
 from benchwright_shared import subjects
-from benchwright_shared.contracts import Problem
 from benchwright_shared.contracts.vault import (
     BlockedHostsView,
     DeleteSecret,
@@ -19,11 +17,8 @@ from benchwright_shared.contracts.vault import (
     SecretAnswer,
     UpdateHostPolicy,
 )
+from benchwright_shared.refusal import Refused
 from benchwright_shared.store import BlockingStore
-
-
-def _problem(exc: VaultError) -> Problem:
-    return Problem(status=exc.status, title=exc.title, detail=exc.detail)
 
 
 def register(router: NatsRouter, vault: VaultApplication, store: BlockingStore) -> None:
@@ -34,23 +29,23 @@ def register(router: NatsRouter, vault: VaultApplication, store: BlockingStore) 
     async def put_secret(command: PutSecret) -> SecretAnswer:
         try:
             return SecretAnswer(secret=await run(lambda: vault.put(command)))
-        except VaultError as exc:
-            return SecretAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return SecretAnswer(problem=exc.problem())
 
     @router.subscriber(subjects.READ_SECRETS, queue="proxy")
     async def read_secrets(query: ReadSecrets) -> SecretAnswer:
         try:
             views = await run(lambda: vault.read(query.account, query.name))
-        except VaultError as exc:
-            return SecretAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return SecretAnswer(problem=exc.problem())
         return SecretAnswer(secret=views[0] if query.name else None, secrets=views)
 
     @router.subscriber(subjects.DELETE_SECRET, queue="proxy")
     async def delete_secret(command: DeleteSecret) -> SecretAnswer:
         try:
             await run(lambda: vault.delete(command.account, command.name))
-        except VaultError as exc:
-            return SecretAnswer(problem=_problem(exc))
+        except Refused as exc:
+            return SecretAnswer(problem=exc.problem())
         return SecretAnswer()
 
     @router.subscriber(subjects.READ_HOST_POLICY, queue="proxy")
@@ -61,8 +56,8 @@ def register(router: NatsRouter, vault: VaultApplication, store: BlockingStore) 
     async def update_policy(command: UpdateHostPolicy) -> HostPolicyView:
         try:
             return await run(lambda: vault.update_host_policy(command))
-        except VaultError as exc:
-            return HostPolicyView(problem=_problem(exc))
+        except Refused as exc:
+            return HostPolicyView(problem=exc.problem())
 
     @router.subscriber(subjects.READ_BLOCKED_HOSTS, queue="proxy")
     async def blocked(query: ReadBlockedHosts) -> BlockedHostsView:

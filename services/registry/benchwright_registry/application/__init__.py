@@ -19,11 +19,9 @@ from benchwright_registry.application.build import BuildApplication
 from benchwright_registry.application.reads import RegistryReads
 from benchwright_registry.catalog import CatalogDataMissing, builtin_catalog, impl_code
 from benchwright_registry.domain import (
-    AuthoringError,
     Benchmark,
     Catalog,
     Impl,
-    ResolutionError,
     Subset,
     make_benchmark,
     make_subset,
@@ -49,6 +47,7 @@ from benchwright_shared.contracts.registry import (
     ListBenchmarks,
     SubsetView,
 )
+from benchwright_shared.refusal import Refused
 from benchwright_shared.subjects import DATASETS_BUCKET
 
 __all__ = [
@@ -70,13 +69,21 @@ def load_builtin_catalog() -> Catalog:
 
     A benchmark whose data package is missing is left out with a warning,
     rather than taking the registry down with it. A subset without a built-in
-    scorer gets no impl: a Driver writes one.
+    scorer gets no impl: a Driver writes one. Rows an earlier catalog shaped
+    differently are kept as retired subsets, by their old ids (decision 0028).
     """
     started = time.perf_counter()
     benchmarks: list[Benchmark] = []
+    retired: list[Subset] = []
     for entry in builtin_catalog():
         bm = make_benchmark(
-            entry.name, entry.description, entry.category, entry.tags, entry.source, entry.aliases
+            entry.name,
+            entry.description,
+            entry.category,
+            entry.tags,
+            entry.source,
+            entry.aliases,
+            entry.id_name,
         )
         subsets = []
         for sub in entry.subsets:
@@ -87,13 +94,19 @@ def load_builtin_catalog() -> Catalog:
                 continue
             scorers = [(f"{sub.scorer} (built-in)", impl_code(sub.scorer))] if sub.scorer else []
             subsets.append(make_subset(bm.benchmark_id, sub.slug, sub.name, rows, scorers))
+            for earlier in sub.earlier:
+                old_rows = [earlier(row) for row in rows]
+                retired.append(
+                    make_subset(bm.benchmark_id, sub.slug, sub.name, old_rows, [], retired=True)
+                )
         if subsets:
             benchmarks.append(Benchmark(**{**bm.__dict__, "subsets": tuple(subsets)}))
-    catalog = Catalog(benchmarks)
+    catalog = Catalog(benchmarks, retired)
     log.info(
-        "catalog: %d benchmarks, %d subsets in %.2f s",
+        "catalog: %d benchmarks, %d subsets (%d retired) in %.2f s",
         len(catalog.benchmarks),
         len(catalog.subsets),
+        len(retired),
         time.perf_counter() - started,
     )
     return catalog
@@ -115,17 +128,6 @@ def builtin_rows(catalog: Catalog) -> list[dict[str, Any]]:
         }
         for bm in catalog.benchmarks.values()
     ]
-
-
-def _problem(exc: ResolutionError | AuthoringError) -> Problem:
-    code = getattr(exc, "code", None) or ("not_found" if exc.status == 404 else None)
-    return Problem(
-        title=exc.title,
-        status=exc.status,
-        detail=exc.detail,
-        field=exc.field,
-        extra={"code": code} if code else None,
-    )
 
 
 class RegistryApplication:
@@ -192,8 +194,8 @@ class RegistryApplication:
                 if found is not None:
                     return found
             bm, subset, impl = self.catalog.resolve(query.benchmark, query.subset, query.impl)
-        except (ResolutionError, AuthoringError) as exc:
-            return BenchmarkResolution(problem=_problem(exc))
+        except Refused as exc:
+            return BenchmarkResolution(problem=exc.problem())
         return BenchmarkResolution(
             benchmark_id=bm.benchmark_id,
             benchmark_name=bm.name,
@@ -272,12 +274,12 @@ class RegistryApplication:
     # -- registry reads across the catalog, the authored store and the run logs ---------------
     def _authoring(self) -> AuthoringApplication:
         if self.authoring is None:
-            raise AuthoringError(503, "authoring unavailable", "this registry has no store")
+            raise Refused(503, "authoring unavailable", "this registry has no store")
         return self.authoring
 
     def list_benchmarks(self, query: ListBenchmarks) -> tuple[list[BenchmarkView], str | None]:
         """A page of the benchmarks the caller may see, the built-in ones with their aliases
-        (so a client-side search by a familiar name, "BFCL v4", finds "BFCL")."""
+        (so a client-side search by a familiar name, "bfcl", finds "BFCL v4")."""
         page, token = self._authoring().list_benchmarks(query)
         return [self._with_aliases(view) for view in page], token
 
@@ -300,7 +302,7 @@ class RegistryApplication:
         authoring = self._authoring()
         try:
             return authoring.impl(account, impl_id)
-        except AuthoringError as exc:
+        except Refused as exc:
             if exc.status != 404 or authoring.impl_code(impl_id) is not None:
                 raise
         observed = self.reads.observed_impl(account, impl_id)

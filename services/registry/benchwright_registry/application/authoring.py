@@ -28,7 +28,6 @@ from benchwright_registry.domain.authoring import (
     AuthoredBenchmark,
     AuthoredImpl,
     AuthoredSubset,
-    AuthoringError,
     SubsetSnapshot,
     check_code,
     grader_code,
@@ -70,6 +69,7 @@ from benchwright_shared.contracts.registry import (
 )
 from benchwright_shared.ids import impl_id_for
 from benchwright_shared.projection import ProjectionStore, ViewCursor
+from benchwright_shared.refusal import Refused
 
 log = logging.getLogger(__name__)
 Rows = list[dict[str, Any]]
@@ -114,7 +114,7 @@ def decode_page_token(token: str, sort: str) -> tuple[str, str]:
             return str(data["k"]), str(data["i"])
     except (binascii.Error, ValueError, KeyError, TypeError):
         pass
-    raise AuthoringError(
+    raise Refused(
         400,
         "invalid page token",
         "page_token does not come from a listing with this sort",
@@ -147,7 +147,7 @@ class AuthoringApplication(Application[uuid.UUID]):
                 return fn()
             except IntegrityError:
                 if attempt == CONFLICT_RETRIES - 1:
-                    raise AuthoringError(
+                    raise Refused(
                         409,
                         "concurrent change",
                         "another request changed this at the same time; try again",
@@ -268,7 +268,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         try:
             check = self._owned if owner else self._readable
             bm = check(account, subset.benchmark_id, "subset_id")
-        except AuthoringError:
+        except Refused:
             raise not_found("subset", subset_id, "subset_id") from None
         return bm, subset, snapshot
 
@@ -281,7 +281,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         try:
             check = self._owned if owner else self._readable
             bm = check(account, impl.benchmark_id, "impl_id")
-        except AuthoringError:
+        except Refused:
             raise not_found("impl", impl_id, "impl_id") from None
         if impl_id not in bm.impls:
             raise not_found("impl", impl_id, "impl_id")
@@ -368,7 +368,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         existing = self._get(AuthoredBenchmark, AuthoredBenchmark.create_id(benchmark_id))
         if existing is not None:
             if existing.request_sha256 != digest:
-                raise AuthoringError(
+                raise Refused(
                     409,
                     "idempotency key reused",
                     "this Idempotency-Key was used for a different benchmark",
@@ -634,7 +634,7 @@ class AuthoringApplication(Application[uuid.UUID]):
             if command.subset_id is not None:
                 bm, subset, _ = self._live_subset(command.account, command.subset_id, owner=True)
                 if command.benchmark_id is not None and command.benchmark_id != bm.benchmark_id:
-                    raise AuthoringError(
+                    raise Refused(
                         400,
                         "subset of another benchmark",
                         f"subset {command.subset_id} belongs to {bm.benchmark_id}",
@@ -646,7 +646,7 @@ class AuthoringApplication(Application[uuid.UUID]):
                 bm = self._owned(command.account, command.benchmark_id, "benchmark")
                 subset_id = None
             else:
-                raise AuthoringError(
+                raise Refused(
                     400,
                     "no subset",
                     "name the subset the impl scores (or its benchmark)",
@@ -716,7 +716,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         if bm is None:
             return None
         if not bm.subsets:
-            raise AuthoringError(409, "benchmark has no subsets", bm.name, field="benchmark")
+            raise Refused(409, "benchmark has no subsets", bm.name, field="benchmark")
         chosen, snapshot = self._resolve_subset(bm, subset)
         impl_id = self._resolve_impl(bm, chosen, impl)
         return BenchmarkResolution(
@@ -733,11 +733,11 @@ class AuthoringApplication(Application[uuid.UUID]):
         if is_benchmark_id(benchmark):
             try:
                 return self._readable(account, benchmark, "benchmark")
-            except AuthoringError:
+            except Refused:
                 return None
         ids = self.owned_by_name(account, benchmark)
         if len(ids) > 1:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "ambiguous benchmark name",
                 f"{len(ids)} of your benchmarks are named {benchmark!r}: pin one by id",
@@ -753,7 +753,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         subset_id = bm.subsets.get(wanted, wanted)
         found = self._subset(subset_id)
         if found is None or found[0].deleted or found[0].subset_id not in bm.subsets.values():
-            raise AuthoringError(
+            raise Refused(
                 404,
                 "subset not found",
                 f"{bm.name} has no subset {subset!r}; it has {', '.join(bm.subsets)}",
@@ -776,7 +776,7 @@ class AuthoringApplication(Application[uuid.UUID]):
         if impl == "latest:official":
             official = bm.latest_official()
             if official is None:
-                raise AuthoringError(
+                raise Refused(
                     404,
                     "impl not found",
                     f"{bm.name} has no official impl yet",
@@ -785,7 +785,7 @@ class AuthoringApplication(Application[uuid.UUID]):
                 )
             return official
         if impl not in bm.impls:
-            raise AuthoringError(
+            raise Refused(
                 404,
                 "impl not found",
                 f"no impl {impl!r} for this benchmark",
@@ -863,8 +863,8 @@ class AuthoringApplication(Application[uuid.UUID]):
         return entries
 
 
-def admin_only() -> AuthoringError:
-    return AuthoringError(
+def admin_only() -> Refused:
+    return Refused(
         403,
         "admin only",
         "only an admin may mark an impl official",

@@ -24,7 +24,6 @@ from benchwright_registry.domain.authoring import (
     AuthoredBenchmark,
     AuthoredImpl,
     AuthoredSubset,
-    AuthoringError,
     check_rows,
     check_slug,
     not_found,
@@ -55,6 +54,7 @@ from benchwright_shared.contracts.build import (
     UpdateSamples,
 )
 from benchwright_shared.hashing import sha256_hex
+from benchwright_shared.refusal import Refused
 
 Rows = list[dict[str, Any]]
 Found = tuple[AuthoredBenchmark, AuthoredSubset, BuiltSubset]
@@ -110,7 +110,7 @@ class BuildApplication:
             if mine or (not owner and self.authoring.public_runs(benchmark_id=bm.benchmark_id) > 0):
                 matches.append((bm, subset, built))
         if len(matches) > 1:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "ambiguous slug",
                 f"{len(matches)} of your benchmarks have a BUILT subset {ref!r}: name it by id "
@@ -182,7 +182,7 @@ class BuildApplication:
             bm = self.authoring._owned(command.account, command.benchmark_id, "benchmark_id")
             check_slug(command.slug)
             if not rows:
-                raise AuthoringError(
+                raise Refused(
                     400,
                     "no tasks",
                     "a BUILT subset needs at least one task row",
@@ -262,7 +262,7 @@ class BuildApplication:
     ) -> BuiltSubsetView:
         """What a create that names an existing subset's rows answers."""
         if built is None:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "subset exists",
                 f"subset {subset.subset_id} already holds these tasks with a hand-written "
@@ -273,7 +273,7 @@ class BuildApplication:
         if built.retired:
             raise retired_error(built.subset_id, built.successor_id)
         if built.recipe != recipe:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "recipe differs",
                 f"BUILT subset {built.subset_id} exists with another recipe; change it with "
@@ -417,7 +417,7 @@ class BuildApplication:
         """
         try:
             found = self.authoring.resolve(account, benchmark, subset, impl)
-        except AuthoringError as exc:
+        except Refused as exc:
             if exc.status == 404 and exc.field == "subset" and subset is not None:
                 self._refuse_retired(account, benchmark, subset)
             raise

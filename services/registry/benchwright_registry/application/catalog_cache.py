@@ -22,13 +22,15 @@ from pathlib import Path
 
 from benchwright_registry.catalog.base import recording_data_files
 from benchwright_registry.domain import Catalog
+from benchwright_shared.scorers import SCORERS, scorer_source
 
 log = logging.getLogger(__name__)
 
 # Bump when the cached file's layout changes in a way the code hash would not show.
 FORMAT = 1
-# The registry code a built catalog depends on (relative to the package root).
-CODE = ("catalog", "domain", "impls", "application/__init__.py")
+# The registry code a built catalog depends on (relative to the package root); the
+# scorers it ships (``benchwright_shared.scorers``) are hashed too.
+CODE = ("catalog", "domain", "application/__init__.py")
 
 type Manifest = list[tuple[str, int, int]]
 
@@ -42,6 +44,9 @@ def code_hash() -> str:
         for file in files:
             h.update(str(file.relative_to(root)).encode())
             h.update(file.read_bytes())
+    for scorer in SCORERS:
+        h.update(f"scorer {scorer}".encode())
+        h.update(scorer_source(scorer).encode())
     return h.hexdigest()[:16]
 
 

@@ -32,7 +32,7 @@ from benchwright_registry.application.authoring import (
     decode_page_token,
     encode_page_token,
 )
-from benchwright_registry.domain import AuthoringError, Catalog
+from benchwright_registry.domain import Catalog
 from benchwright_registry.domain.authoring import not_found
 from benchwright_registry.projections import PUBLIC, find_cell, find_observed_impl
 from benchwright_shared.contracts.registry import CreateImpl, ImplView
@@ -54,16 +54,27 @@ from benchwright_shared.contracts.registry_reads import (
     RegistryRunList,
     TaskRange,
 )
-from benchwright_shared.contracts.run_events import RunEvent
+from benchwright_shared.contracts.run_events import (
+    AtomizeArtifact,
+    RunEvent,
+    RunLaunched,
+    SetupArtifact,
+)
 from benchwright_shared.projection import ProjectionStore, ViewCursor
+from benchwright_shared.refusal import Refused
+from benchwright_shared.run_log import parse_run_event, run_event_type
 
 MAX_PAGE = 100
 # The widest task range one read answers.
 MAX_RANGE = 1000
 TERMINAL = ("ok", "error")
 # The run-log events that say whose a run is and which scorer it used.
-SCORER_EVENTS = ("SetupArtifact", "AtomizeArtifact")
-FROM_RUN_EVENTS = ("RunLaunched", *SCORER_EVENTS)
+SCORER_EVENTS = (SetupArtifact, AtomizeArtifact)
+FROM_RUN_EVENTS = (
+    run_event_type(RunLaunched),
+    run_event_type(SetupArtifact),
+    run_event_type(AtomizeArtifact),
+)
 RUN_COLUMNS = (
     "run_id, account, model, benchmark_id, subset_id, impl_id, status, mode, visibility, "
     "pass_rate, tasks, passed, failed, errored, trials, fingerprint, parent_run_id, "
@@ -75,8 +86,8 @@ KINDS_CACHE_SIZE = 64
 OUTCOMES = ("pass", "fail", "err")
 
 
-def _invalid(detail: str, field: str) -> AuthoringError:
-    return AuthoringError(400, "invalid argument", detail, field=field, code="invalid_argument")
+def _invalid(detail: str, field: str) -> Refused:
+    return Refused(400, "invalid argument", detail, field=field, code="invalid_argument")
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -153,7 +164,7 @@ class RegistryReads:
     @property
     def views(self) -> ProjectionStore:
         if self._views is None:
-            raise AuthoringError(503, "run views unavailable", "this registry keeps no views")
+            raise Refused(503, "run views unavailable", "this registry keeps no views")
         return self._views
 
     # -- who may see what ---------------------------------------------------------------
@@ -179,7 +190,7 @@ class RegistryReads:
         if self.authoring is not None:
             try:
                 view, _ = self.authoring.subset(account, subset_id)
-            except AuthoringError:
+            except Refused:
                 pass
             else:
                 if subset_id != view.id:
@@ -196,7 +207,7 @@ class RegistryReads:
             try:
                 self.authoring.impl(account, impl_id)
                 return
-            except AuthoringError:
+            except Refused:
                 pass
         if self._observed(account, impl_id) is not None:
             return
@@ -210,7 +221,7 @@ class RegistryReads:
             try:
                 self.authoring.benchmark(account, benchmark_id)
                 return
-            except AuthoringError:
+            except Refused:
                 pass
         if not self._referenced(account, "benchmark_id", benchmark_id):
             raise not_found("benchmark", benchmark_id, "benchmark_id")
@@ -455,7 +466,7 @@ class RegistryReads:
         if query.subset_id is not None:
             try:
                 _, snapshots = self._subset_scope(query.account, query.subset_id)
-            except AuthoringError:
+            except Refused:
                 snapshots = [query.subset_id]
             where.append(f"subset_id IN ({_marks(snapshots)})")
             params += snapshots
@@ -585,13 +596,14 @@ class RegistryReads:
         run reads as missing.
         """
         if self.authoring is None:
-            raise AuthoringError(503, "authoring unavailable", "this registry has no store")
-        launched = next((e for e in events if e.type == "RunLaunched"), None)
-        if launched is None or launched.data.get("account") != command.account:
+            raise Refused(503, "authoring unavailable", "this registry has no store")
+        entries = [entry.data for entry in map(parse_run_event, events) if entry is not None]
+        launched = next((d for d in entries if isinstance(d, RunLaunched)), None)
+        if launched is None or launched.account != command.account:
             raise not_found("run", command.run_id, "from_run")
-        scorers = [e for e in events if e.type in SCORER_EVENTS and e.data.get("code")]
+        scorers = [d for d in entries if isinstance(d, SCORER_EVENTS) and d.code]
         if not scorers:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "run has no scorer",
                 f"run {command.run_id!r} has not recorded scorer code (Setup or Atomize)",
@@ -599,7 +611,7 @@ class RegistryReads:
                 code="no_scorer",
             )
         scorer = scorers[-1]
-        source = scorer.data.get("impl_id") or "unregistered"
+        source = scorer.impl_id or "unregistered"
         return self.authoring.create_impl(
             CreateImpl(
                 account=command.account,
@@ -609,7 +621,7 @@ class RegistryReads:
                 label=command.label or f"from run {command.run_id}",
                 description=command.description
                 or f"the scorer run {command.run_id} used ({source})",
-                code=str(scorer.data["code"]),
+                code=str(scorer.code),
             )
         )
 

@@ -7,9 +7,6 @@ fails (with an install hint) when someone actually loads rows. One module per
 benchmark; adding a benchmark is adding a module and naming it below.
 """
 
-import re
-from importlib.resources import files
-
 from benchwright_registry.catalog.base import (
     CatalogBenchmark,
     CatalogDataMissing,
@@ -21,6 +18,7 @@ from benchwright_registry.catalog.gsm8k import GSM8K, load_gsm8k_test
 from benchwright_registry.catalog.humaneval import HUMANEVAL, load_humaneval
 from benchwright_registry.catalog.mmlu import MMLU
 from benchwright_registry.catalog.nq_open import NQ_OPEN
+from benchwright_shared.scorers import scorer_source
 
 __all__ = [
     "CatalogBenchmark",
@@ -33,8 +31,6 @@ __all__ = [
     "load_humaneval",
 ]
 
-_SCORER_NAME = re.compile(r"[a-z][a-z0-9_]*")
-
 _CATALOG: tuple[CatalogBenchmark, ...] = (GSM8K, HUMANEVAL, MMLU, BFCL, NQ_OPEN)
 
 
@@ -44,13 +40,9 @@ def builtin_catalog() -> tuple[CatalogBenchmark, ...]:
 
 
 def impl_code(scorer: str) -> str:
-    """The source text of built-in scorer ``scorer`` (a ``task_impl.py`` for the sandbox).
+    """The source text of built-in scorer ``scorer`` (a ``task_impl.py`` for the sandbox):
+    one of the files in ``benchwright_shared.scorers``, as it is.
 
-    Raises ``KeyError`` when no such scorer ships with the registry.
+    Raises ``KeyError`` when no such scorer ships with Benchwright.
     """
-    if not _SCORER_NAME.fullmatch(scorer):
-        raise KeyError(f"not a scorer name: {scorer!r}")
-    resource = files("benchwright_registry.impls").joinpath(f"{scorer}.py")
-    if not resource.is_file():
-        raise KeyError(f"no built-in scorer named {scorer!r}")
-    return resource.read_text(encoding="utf-8")
+    return scorer_source(scorer)

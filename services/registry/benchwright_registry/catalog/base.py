@@ -30,8 +30,13 @@ class CatalogDataMissing(Exception):
 class CatalogSubset:
     """One loadable split of a catalog benchmark.
 
-    ``scorer`` names the built-in scorer (``impls/<scorer>.py``) that grades it, or
-    is None when the registry ships none and a Driver must write one.
+    ``scorer`` names the built-in scorer (``benchwright_shared.scorers``) that grades
+    it, or is None when the registry ships none and a Driver must write one.
+
+    ``earlier`` holds, oldest first, how earlier versions of the catalog shaped each
+    row (a function of the row as it is now). Each gives a retired snapshot: rows
+    under their old content address, still served by id to the runs made against
+    them (decision 0028), but never offered to a new launch.
     """
 
     slug: str
@@ -39,6 +44,7 @@ class CatalogSubset:
     description: str
     scorer: str | None
     load_rows: Callable[[], list[Row]]
+    earlier: tuple[Callable[[Row], Row], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class CatalogBenchmark:
     subsets: tuple[CatalogSubset, ...]
     # Other names a request may use; matched case-insensitively like the name.
     aliases: tuple[str, ...] = ()
+    # The name the benchmark's id is derived from, when it was renamed since: the id
+    # (and every impl id under it) stays the same.
+    id_name: str | None = None
 
 
 def package_dir(package: str, dist: str) -> Path:

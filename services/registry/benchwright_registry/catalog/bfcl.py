@@ -2,10 +2,14 @@
 
 Each category is a pair of files: the questions with the functions offered, and
 the possible answers (every acceptable value of every argument). Both are JSON
-lines despite their ``.json`` extension. Rows keep BFCL's own shapes, so a scorer
-can apply BFCL's AST checker to them unchanged.
+lines despite their ``.json`` extension. A row's input is ``{"question",
+"functions"}``: the user's request as text (every question of these categories is
+one turn of one user message) and BFCL's function specs as they are (BFCL's
+parameter types: ``dict``, ``float``...). Its expected value is BFCL's possible
+answer unchanged, so a scorer can apply BFCL's AST checker to it.
 """
 
+import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -82,7 +86,10 @@ def load_bfcl(slug: str, category: str, expected_rows: int) -> list[Row]:
             {
                 "task_id": f"bfcl/{slug}/{task}",
                 "category": slug,
-                "input": {"question": question["question"], "function": question["function"]},
+                "input": {
+                    "question": _user_text(question["question"], f"BFCL {category} {task!r}"),
+                    "functions": question["function"],
+                },
                 "expected": ground_truth[task],
             }
         )
@@ -90,11 +97,29 @@ def load_bfcl(slug: str, category: str, expected_rows: int) -> list[Row]:
     return rows
 
 
+def _user_text(turns: Any, where: str) -> str:
+    """The text of a question that is one turn of one user message (any other is refused:
+    the row's text could not hold it)."""
+    match turns:
+        case [[{"role": "user", "content": str(text), **rest}]] if not rest:
+            return text
+    raise CatalogDataMissing(f"{where} is not one user message: {json.dumps(turns)[:200]}")
+
+
+def turns_and_function(row: Row) -> Row:
+    """A row as the catalog shaped it until decision 0028: BFCL's own ``question`` (a list
+    of turns of messages) and ``function`` keys."""
+    functions = row["input"]["functions"]
+    turns = [[{"role": "user", "content": row["input"]["question"]}]]
+    return {**row, "input": {"question": turns, "function": functions}}
+
+
 BFCL = CatalogBenchmark(
-    name="BFCL",
+    name="BFCL v4",
+    # Named "BFCL" until decision 0028; its id (and the impl ids under it) stayed.
+    id_name="BFCL",
     aliases=(
         "bfcl",
-        "bfcl v4",
         "bfcl-v4",
         "berkeley function calling",
         "berkeley function calling leaderboard",
@@ -115,6 +140,7 @@ BFCL = CatalogBenchmark(
             description=f"BFCL's {c.category} category: {c.rows} tasks, each wanting {c.asks}.",
             scorer=None,
             load_rows=partial(load_bfcl, c.slug, c.category, c.rows),
+            earlier=(turns_and_function,),
         )
         for c in _CATEGORIES
     ),

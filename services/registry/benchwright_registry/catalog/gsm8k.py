@@ -65,7 +65,7 @@ GSM8K = CatalogBenchmark(
             slug="test",
             name="Test",
             description="The 1,319-problem test split, scored by exact numeric match.",
-            scorer="gsm8k_math",
+            scorer="math",
             load_rows=load_gsm8k_test,
         ),
     ),

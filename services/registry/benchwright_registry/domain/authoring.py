@@ -27,6 +27,7 @@ from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.hashing import canonical_json, fingerprint12, sha256_hex
 from benchwright_shared.ids import impl_id_for, stable_uuid
+from benchwright_shared.refusal import Refused
 
 MAX_ROWS_PER_REQUEST = 1000
 MAX_TASK_ID_LENGTH = 500
@@ -35,35 +36,13 @@ SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 BENCHMARK_ID = re.compile(r"bm_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class AuthoringError(Exception):
-    """A request the registry refuses; carries what the HTTP answer needs."""
-
-    def __init__(
-        self,
-        status: int,
-        title: str,
-        detail: str,
-        *,
-        field: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.title = title
-        self.detail = detail
-        self.field = field
-        self.code = code
-
-
-def not_found(what: str, ident: str, field: str) -> AuthoringError:
+def not_found(what: str, ident: str, field: str) -> Refused:
     """Missing, deleted and not yours all read the same."""
-    return AuthoringError(
-        404, f"{what} not found", f"no {what} {ident!r}", field=field, code="not_found"
-    )
+    return Refused(404, f"{what} not found", f"no {what} {ident!r}", field=field, code="not_found")
 
 
-def referenced(what: str, ident: str, count: int) -> AuthoringError:
-    return AuthoringError(
+def referenced(what: str, ident: str, count: int) -> Refused:
+    return Refused(
         409,
         f"{what} is referenced by public runs",
         f"{count} public run(s) reference {what} {ident!r}; hide them first "
@@ -103,7 +82,7 @@ def request_digest(value: Any) -> str:
 # -- rules --------------------------------------------------------------------------------
 def check_slug(slug: str) -> None:
     if not SLUG.fullmatch(slug):
-        raise AuthoringError(
+        raise Refused(
             400,
             "invalid slug",
             f"{slug!r}: use 1-100 of a-z, 0-9, '.', '_', '-', starting with a letter or digit",
@@ -117,7 +96,7 @@ def check_rows(
 ) -> None:
     """At most 1,000 rows a request, each an object with its own ``task_id``."""
     if len(rows) > MAX_ROWS_PER_REQUEST:
-        raise AuthoringError(
+        raise Refused(
             400,
             "too many tasks",
             f"{len(rows)} rows: at most {MAX_ROWS_PER_REQUEST:,} per request; create the "
@@ -129,7 +108,7 @@ def check_rows(
     for i, row in enumerate(rows):
         where = f"{field}[{i}]"
         if not isinstance(row, dict):
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "invalid task",
                 f"{where} is not an object",
@@ -138,7 +117,7 @@ def check_rows(
             )
         task_id = row.get("task_id")
         if not isinstance(task_id, str) or not task_id or len(task_id) > MAX_TASK_ID_LENGTH:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "invalid task",
                 f"{where}.task_id must be a string of 1-{MAX_TASK_ID_LENGTH} characters",
@@ -146,7 +125,7 @@ def check_rows(
                 code="invalid_argument",
             )
         if task_id in seen or task_id in existing:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "duplicate task id",
                 f"{where}.task_id {task_id!r} is already in the subset; task ids are unique",
@@ -160,7 +139,7 @@ def check_code(code: str, field: str = "code") -> None:
     """Scorer code must be Python that compiles, and not huge. It is never run here."""
     size = len(code.encode())
     if not code.strip() or size > MAX_CODE_BYTES:
-        raise AuthoringError(
+        raise Refused(
             400,
             "invalid code",
             f"{field} must be 1 byte to {MAX_CODE_BYTES // 1024} KiB of Python (got {size})",
@@ -170,7 +149,7 @@ def check_code(code: str, field: str = "code") -> None:
     try:
         compile(code, "task_impl.py", "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise AuthoringError(
+        raise Refused(
             400,
             "code does not compile",
             f"{field}: line {exc.lineno}: {exc.msg}",
@@ -183,7 +162,7 @@ def grader_code(grader: dict[str, Any]) -> str:
     """The scorer code a grader carries: ``{"code": <task_impl.py>, "label": ...}``."""
     code = grader.get("code")
     if not isinstance(code, str):
-        raise AuthoringError(
+        raise Refused(
             400,
             "invalid grader",
             "grader.code must hold the scorer (a task_impl.py with class Task(BenchTask))",
@@ -269,7 +248,7 @@ class AuthoredBenchmark(Aggregate):
         """Record a subset under ``slug``; a slug names one live subset at a time."""
         taken = self.subsets.get(slug)
         if taken is not None and taken != subset_id:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "slug taken",
                 f"{self.benchmark_id} already has a subset {slug!r} ({taken}) with other tasks",
@@ -406,7 +385,7 @@ class AuthoredSubset(Aggregate):
         if idempotency_key is not None and idempotency_key in self.appends:
             earlier = self.appends[idempotency_key]
             if earlier["request_sha256"] != request_sha256:
-                raise AuthoringError(
+                raise Refused(
                     409,
                     "idempotency key reused",
                     "this Idempotency-Key was used for a different append",
@@ -415,7 +394,7 @@ class AuthoredSubset(Aggregate):
                 )
             return dict(earlier["result"]), False
         if not self.rolling:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "subset is frozen",
                 f"subset {self.subset_id} is frozen: appends need a rolling subset "
@@ -424,7 +403,7 @@ class AuthoredSubset(Aggregate):
                 code="subset_frozen",
             )
         if not rows:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "no tasks",
                 "an append needs at least one row",
@@ -475,7 +454,7 @@ class AuthoredSubset(Aggregate):
         """Rename, describe, or freeze. Freezing is one way: ``rolling=True`` on a frozen
         subset is refused."""
         if rolling is True and not self.rolling:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "subset is frozen",
                 f"subset {self.subset_id} is frozen, and freezing is one way",
@@ -535,7 +514,7 @@ class AuthoredSubset(Aggregate):
         its first rows.
         """
         if rows != self.rows:
-            raise AuthoringError(
+            raise Refused(
                 409,
                 "subset deleted",
                 f"subset {self.subset_id} was deleted after taking appends; its id cannot "

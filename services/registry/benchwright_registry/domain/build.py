@@ -28,10 +28,10 @@ from eventsourcing.domain import Aggregate, event
 from benchwright_registry.domain.authoring import (
     MAX_ROWS_PER_REQUEST,
     MAX_TASK_ID_LENGTH,
-    AuthoringError,
     check_rows,
 )
 from benchwright_shared.ids import impl_id_for, stable_uuid
+from benchwright_shared.refusal import Refused
 
 EXTRACTIONS = ("full", "last_line", "last_number", "pattern")
 GRADINGS = ("exact", "numeric", "contains", "regex")
@@ -68,8 +68,8 @@ HEADER = (
 )
 
 
-def _bad(key: str, detail: str) -> AuthoringError:
-    return AuthoringError(
+def _bad(key: str, detail: str) -> Refused:
+    return Refused(
         400,
         "invalid recipe",
         f"config.{key}: {detail}",
@@ -183,7 +183,7 @@ def check_recipe(config: Mapping[str, Any]) -> dict[str, Any]:
 def merge_recipe(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """``current`` with the knobs ``patch`` names changed, checked as a whole."""
     if not patch:
-        raise AuthoringError(
+        raise Refused(
             400,
             "nothing to change",
             "config names no knob",
@@ -239,7 +239,7 @@ def edit_rows(
     removed), counting only rows that actually changed.
     """
     if not upsert and not remove:
-        raise AuthoringError(
+        raise Refused(
             400,
             "nothing to change",
             "send rows to upsert or task ids to remove",
@@ -248,7 +248,7 @@ def edit_rows(
         )
     check_rows(upsert, field="upsert")
     if len(remove) > MAX_ROWS_PER_REQUEST:
-        raise AuthoringError(
+        raise Refused(
             400,
             "too many removals",
             f"at most {MAX_ROWS_PER_REQUEST:,} task ids per request",
@@ -261,7 +261,7 @@ def edit_rows(
     for i, task_id in enumerate(remove):
         where = f"remove[{i}]"
         if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_LENGTH:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "invalid task id",
                 f"{where} must be a task id",
@@ -269,7 +269,7 @@ def edit_rows(
                 code="invalid_argument",
             )
         if task_id not in present:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "no such task",
                 f"{where}: the subset has no task {task_id!r}",
@@ -277,7 +277,7 @@ def edit_rows(
                 code="invalid_argument",
             )
         if task_id in replacing:
-            raise AuthoringError(
+            raise Refused(
                 400,
                 "upserted and removed",
                 f"{where}: {task_id!r} is also in upsert",
@@ -297,7 +297,7 @@ def edit_rows(
     added = [r for r in upsert if str(r["task_id"]) not in present]
     edited.extend(added)
     if not edited:
-        raise AuthoringError(
+        raise Refused(
             400,
             "no tasks left",
             "a subset keeps at least one task",
@@ -307,10 +307,10 @@ def edit_rows(
     return edited, upserted + len(added), len(dropping)
 
 
-def retired_error(subset_id: str, successor_id: str | None) -> AuthoringError:
+def retired_error(subset_id: str, successor_id: str | None) -> Refused:
     """A retired BUILT subset named where only a live one will do."""
     then = f"; its samples now live in {successor_id} (or name the slug)" if successor_id else ""
-    return AuthoringError(
+    return Refused(
         409,
         "subset retired",
         f"subset {subset_id} was retired by a sample edit{then}. Runs that pinned it keep it.",
@@ -489,7 +489,7 @@ def edit_entry(
 
 def check_note(note: str) -> str:
     if len(note) > MAX_NOTE:
-        raise AuthoringError(
+        raise Refused(
             400,
             "note too long",
             f"at most {MAX_NOTE:,} characters",

@@ -1,11 +1,13 @@
 """The built-in catalog's entries and how a launch's names resolve to them. No I/O here."""
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchwright_shared.hashing import fingerprint12, sha256_hex
 from benchwright_shared.ids import benchmark_id_for, impl_id_for
+from benchwright_shared.refusal import Refused
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class Subset:
     impls: tuple[Impl, ...]
     # Distinct values of the rows' top-level "category", in row order.
     categories: tuple[str, ...] = ()
+    # Rows as an earlier catalog shaped them: served by id, never offered to a launch.
+    retired: bool = False
 
     @property
     def object_name(self) -> str:
@@ -53,15 +57,6 @@ class Benchmark:
     aliases: tuple[str, ...] = ()
 
 
-class ResolutionError(Exception):
-    def __init__(self, status: int, title: str, detail: str, field_name: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.title = title
-        self.detail = detail
-        self.field = field_name
-
-
 def rows_to_jsonl(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
 
@@ -82,11 +77,14 @@ def make_subset(
     name: str,
     rows: list[dict[str, Any]],
     scorers: list[tuple[str, str]],
+    *,
+    retired: bool = False,
 ) -> Subset:
     """A subset whose id is a hash of its tasks: same rows, same id, anywhere.
 
     ``scorers`` holds (label, code) of its official impls; it may be empty, for a
-    subset a Driver must write the scorer of.
+    subset a Driver must write the scorer of. A ``retired`` subset holds the rows an
+    earlier catalog shipped under this slug.
     """
     jsonl = rows_to_jsonl(rows)
     impls = tuple(
@@ -105,6 +103,7 @@ def make_subset(
         content_sha256=sha256_hex(jsonl),
         impls=impls,
         categories=row_categories(rows),
+        retired=retired,
     )
 
 
@@ -115,9 +114,11 @@ def make_benchmark(
     tags: tuple[str, ...],
     source: str,
     aliases: tuple[str, ...] = (),
+    id_name: str | None = None,
 ) -> Benchmark:
+    """A built-in benchmark; its id derives from ``id_name`` (a former name) or ``name``."""
     return Benchmark(
-        benchmark_id=benchmark_id_for(name),
+        benchmark_id=benchmark_id_for(id_name or name),
         name=name,
         description=description,
         category=category,
@@ -132,9 +133,14 @@ def _name_key(name: str) -> str:
 
 
 class Catalog:
-    """Every benchmark the registry knows, indexed for resolution."""
+    """Every benchmark the registry knows, indexed for resolution.
 
-    def __init__(self, benchmarks: list[Benchmark]) -> None:
+    ``retired`` subsets (rows an earlier catalog shipped) are found by id, with the
+    current ones, in ``subsets``: the runs made against them stay readable. They are
+    in no benchmark's ``subsets``, so nothing resolves a launch to them.
+    """
+
+    def __init__(self, benchmarks: list[Benchmark], retired: Sequence[Subset] = ()) -> None:
         self.benchmarks = {b.benchmark_id: b for b in benchmarks}
         # Names and aliases, case-insensitively; one name may not mean two benchmarks.
         self._by_name: dict[str, Benchmark] = {}
@@ -143,8 +149,9 @@ class Catalog:
                 other = self._by_name.setdefault(key, b)
                 if other is not b:
                     raise ValueError(f"{key!r} names both {other.name} and {b.name}")
-        self.subsets = {s.subset_id: s for b in benchmarks for s in b.subsets}
-        self.impls = {i.impl_id: i for s in self.subsets.values() for i in s.impls}
+        current = {s.subset_id: s for b in benchmarks for s in b.subsets}
+        self.subsets = {**{s.subset_id: s for s in retired}, **current}
+        self.impls = {i.impl_id: i for s in current.values() for i in s.impls}
 
     def find(self, benchmark: str) -> Benchmark | None:
         """A benchmark by catalog id, then by exact (case-insensitive) name or alias."""
@@ -156,32 +163,38 @@ class Catalog:
         """Catalog id first, then exact (case-insensitive) name or alias."""
         found = self.find(benchmark)
         if found is None:
-            raise ResolutionError(
+            raise Refused(
                 404,
                 "benchmark not found",
                 f"no benchmark with id or name {benchmark!r}",
-                "benchmark",
+                field="benchmark",
+                code="not_found",
             )
         if not found.subsets:
-            raise ResolutionError(409, "benchmark has no subsets", found.name, "benchmark")
+            raise Refused(409, "benchmark has no subsets", found.name, field="benchmark")
         chosen = found.subsets[0]
         if subset is not None:
             matches = [s for s in found.subsets if subset in (s.subset_id, s.slug)]
             if not matches:
-                raise ResolutionError(
+                raise Refused(
                     404,
                     "subset not found",
                     f"{found.name} has no subset {subset!r}; it has "
                     f"{', '.join(s.slug for s in found.subsets)}",
-                    "subset",
+                    field="subset",
+                    code="not_found",
                 )
             chosen = matches[0]
         picked = chosen.official_impl
         if impl is not None and impl != "latest:official":
             matching = [i for i in chosen.impls if i.impl_id == impl]
             if not matching:
-                raise ResolutionError(
-                    404, "impl not found", f"no impl {impl!r} for this subset", "impl"
+                raise Refused(
+                    404,
+                    "impl not found",
+                    f"no impl {impl!r} for this subset",
+                    field="impl",
+                    code="not_found",
                 )
             picked = matching[0]
         return found, chosen, picked

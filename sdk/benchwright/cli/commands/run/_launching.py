@@ -33,6 +33,7 @@ from ..._launch import (
     parse_gate,
     parse_limits,
     parse_model,
+    parse_phase_models,
 )
 from ..._render import RunProgress, run_table
 from ._group import (
@@ -119,6 +120,21 @@ def launch(
         typer.Option(min=1, help="Run only the first N tasks.", show_default=False),
     ] = None,
     limit_to: LimitToOption = None,
+    hint: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Guidance for the Driver, e.g. 'the answer is the last number' (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    phase_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="PHASE=PROVIDER://MODEL: the LLM Driver's model for find, analyze or "
+            "atomize (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     gate: GateOption = None,
     no_wait: NoWaitOption = False,
     idempotency_key: IdempotencyOption = None,
@@ -146,6 +162,7 @@ def launch(
     checked_gate = _check_wait_flags(gate, no_wait)
     sut = parse_model(model, api_base) if model else None
     limits = parse_limits(limit_to or [])
+    phase_models = parse_phase_models(phase_model or [])
     metadata: dict[str, Any] = harness_metadata(harness, harness_task)
     if limit is not None:
         metadata["limit"] = limit
@@ -167,6 +184,8 @@ def launch(
             "compute": compute.value if compute else None,
             "limit": limit,
             "limit_to": sorted(limit_to or []),
+            "hint": hint or [],
+            "phase_model": sorted(phase_model or []),
         },
     )
     fmt = output_format(output)
@@ -184,6 +203,8 @@ def launch(
             harness=harness,
             compute=compute.value if compute else None,
             limits=limits,
+            hints=hint or None,
+            phase_models=phase_models,
             idempotency_key=key,
         )
         _attach(bw, launched, key, fmt, no_wait, checked_gate)

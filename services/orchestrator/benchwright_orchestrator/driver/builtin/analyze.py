@@ -5,9 +5,9 @@ Rows look like ``{"task_id", "input", "expected", maybe "category"}``. Up to
 category), are inspected, and the first kind whose test **every** sampled row
 passes wins, in this order:
 
-1. ``code``: ``input`` has a string field holding Python source (``def``), and
-   ``expected`` is an object with a test field (``test``/``tests``/``test_code``)
-   and an ``entry_point`` (in ``expected`` or ``input``).
+1. ``code``: ``input`` has a string field holding Python source (``def``),
+   ``expected`` is an object, and a test field (``test``/``tests``/``test_code``)
+   and an ``entry_point`` are in ``expected`` or ``input``.
 2. ``function_call``: ``input`` has a list of function specs (objects with a
    ``name``, or OpenAI ``{"type": "function", "function": {...}}`` tools) under
    ``function``/``functions``/``tools``..., and ``expected`` is a list (maybe
@@ -64,7 +64,7 @@ class UnrecognizedDataset(Exception):
 
 
 # Roles a field can play. Values in ``Analysis.fields`` are keys of ``input``, except
-# for ``test`` and ``solution`` (keys of ``expected``) and ``entry_point`` (looked up in
+# for ``solution`` (a key of ``expected``) and ``test`` and ``entry_point`` (looked up in
 # ``expected``, then ``input``); ``question: ""`` means the input itself is the text.
 ROLES = (
     "question",
@@ -153,13 +153,16 @@ Detection = tuple[Fields | None, list[str]]
 def _detect_code(rows: list[dict[str, Any]]) -> Detection:
     expected = [r["expected"] for r in rows]
     if not all(isinstance(e, dict) for e in expected):
-        return None, ["expected is not an object with a test field"]
-    test = _common_key(expected, TEST_NAMES, lambda v: isinstance(v, str) and bool(v.strip()))
-    if test is None:
-        return None, ["expected has no test field (test/tests/test_code) in every row"]
+        return None, ["expected is not an object (with a reference solution or tests)"]
     inputs = _inputs(rows)
     if inputs is None:
         return None, ["input is not an object"]
+    test_source = "expected"
+    test = _common_key(expected, TEST_NAMES, _is_test_code)
+    if test is None:
+        test_source, test = "input", _common_key(inputs, TEST_NAMES, _is_test_code)
+    if test is None:
+        return None, ["no test field (test/tests/test_code) in expected or input in every row"]
     ep_source = "expected" if all(isinstance(e.get("entry_point"), str) for e in expected) else ""
     if not ep_source and all(isinstance(i.get("entry_point"), str) for i in inputs):
         ep_source = "input"
@@ -169,8 +172,10 @@ def _detect_code(rows: list[dict[str, Any]]) -> Detection:
         str((e if ep_source == "expected" else i)["entry_point"])
         for e, i in zip(expected, inputs, strict=True)
     ]
+    # The tests define functions too: when they are in input, they are not the prompt.
+    rest = [{k: v for k, v in i.items() if k != test} for i in inputs]
     prompt = _common_key(
-        inputs,
+        rest if test_source == "input" else inputs,
         CODE_NAMES,
         lambda v: isinstance(v, str) and re.search(r"\bdef\s", v) is not None,
         any_name=True,
@@ -186,8 +191,8 @@ def _detect_code(rows: list[dict[str, Any]]) -> Detection:
     notes = [
         f"input.{prompt} holds Python source in {n}/{n} rows "
         f"(defining the entry point in {defines}/{n})",
-        f"expected.{test} holds test code and {ep_source}.entry_point names the function "
-        f"in {n}/{n} rows",
+        f"{test_source}.{test} holds test code and {ep_source}.entry_point names the "
+        f"function in {n}/{n} rows",
     ]
     notes.append(
         f"expected.{solution} holds a reference solution"
@@ -196,6 +201,10 @@ def _detect_code(rows: list[dict[str, Any]]) -> Detection:
     )
     fields = {"prompt": prompt, "entry_point": "entry_point", "test": test}
     return fields | ({"solution": solution} if solution else {}), notes
+
+
+def _is_test_code(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _detect_function_call(rows: list[dict[str, Any]]) -> Detection:

@@ -1,9 +1,20 @@
-"""Assembling a ``task_impl.py``: docstring, imports, settings, then the kind's body.
+"""Making a ``task_impl.py`` from a kind's scorer file: its settings, and a docstring
+that records the dataset and the guidance.
+
+The scorer itself is a real Python file in ``benchwright_shared.scorers`` (one per
+kind), read as text. Writing one for a dataset changes exactly two things in it:
+
+* the settings block: each constant's value is replaced by the one the Driver found
+  (the dataset's field names, the guidance's directives); the comments stay, but for
+  the block's first line, which says whose values they are;
+* the module docstring: the file's own text, then what the Driver saw (the rows'
+  schema, the fields it uses) and the person's guidance, verbatim.
 
 The output is a pure function of its inputs (no clock, no randomness, dict order
 fixed by the analysis), because the scorer's hash is its identity.
 """
 
+import ast
 import json
 import re
 from collections.abc import Callable
@@ -11,27 +22,27 @@ from dataclasses import dataclass
 
 from benchwright_orchestrator.driver.builtin.analyze import Analysis
 from benchwright_orchestrator.driver.builtin.guidance import Directives, describe
+from benchwright_shared.scorers import SETTINGS_START, scorer_source, split_settings
 
-Setting = tuple[str, str | int | float | bool | None, str]  # name, value, comment
+Value = str | int | float | bool | None
 
 DOC_WIDTH = 88
+SETTINGS_LINE = f"{SETTINGS_START}: set by the builtin Driver for this dataset and guidance --\n"
 
 
 @dataclass(frozen=True)
 class Template:
-    """One kind's scorer: how to set it up from the analysis, and its fixed body."""
+    """One kind's scorer: its file, and how to set it up from the analysis."""
 
     kind: str
-    title: str
-    summary: str
-    # Standard-library imports, sorted the way isort sorts them.
-    imports: tuple[str, ...]
+    # The file in ``benchwright_shared.scorers`` this kind's scorers are made from.
+    scorer: str
     # Which guidance directives this kind acts on (names of ``Directives`` fields).
     directives: tuple[str, ...]
-    # Which roles of ``Analysis.fields`` the body needs.
+    # Which roles of ``Analysis.fields`` the scorer needs.
     required: tuple[str, ...]
-    settings: Callable[[dict[str, str], Directives], list[Setting]]
-    body: str
+    # The value of every constant in the file's settings block.
+    settings: Callable[[dict[str, str], Directives], dict[str, Value]]
 
 
 def render(
@@ -44,12 +55,11 @@ def render(
             f"a {template.kind} scorer needs the dataset's {', '.join(missing)} field(s); "
             f"the analysis found {analysis.fields or 'none'}"
         )
-    settings = template.settings(analysis.fields, directives)
-    doc = [template.title + ".", "", *_wrap(template.summary), ""]
-    doc += _wrap(
+    parts = split_settings(scorer_source(template.scorer))
+    settings = _settings(parts.lines, template.settings(analysis.fields, directives))
+    doc = _wrap(
         "Written by Benchwright's builtin Driver (deterministic, no model) from the shape "
-        "of the dataset's rows; runs in the work sandbox with only the standard library "
-        "and ``bench_task``."
+        "of the dataset's rows."
     )
     doc += ["", "Rows (sampled schema):"]
     doc += [f"    {path}: {kind}" for path, kind in analysis.schema.items()]
@@ -66,19 +76,70 @@ def render(
             + ("; ".join(applied) if applied else "none recognised for this kind")
             + "."
         )
-    lines = ['"""' + _docstring(doc) + '"""', ""]
-    lines += list(template.imports)
-    lines += ["", "from bench_task import BenchTask", ""]
-    lines += ["# Set by the Driver from the dataset's fields and the guidance."]
-    for name, value, comment in settings:
-        line = f"{name} = {_literal(value)}"
-        if not comment:
-            lines.append(line)
-        elif len(line) + len(comment) + 4 <= DOC_WIDTH:
-            lines.append(f"{line}  # {comment}")
+    # The file's marker says whose its values are; the written one says they are the Driver's.
+    head = parts.head[: parts.head.rstrip("\n").rfind("\n") + 1] + SETTINGS_LINE
+    return _with_docstring_lines(head, _docstring(doc)) + "".join(settings) + parts.tail
+
+
+def _with_docstring_lines(head: str, added: str) -> str:
+    """``head`` (the file up to its settings) with ``added`` at the end of its docstring,
+    after a blank line. The file's docstring must close on a line of its own."""
+    module = ast.parse(head)
+    first = module.body[0] if module.body else None
+    if not (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and first.end_lineno is not None
+    ):
+        raise ValueError("a scorer file must start with its docstring")
+    lines = head.splitlines(keepends=True)
+    closing = first.end_lineno - 1
+    if lines[closing] != '"""\n':
+        raise ValueError("a scorer's docstring must close with a line of its own")
+    return "".join(lines[:closing]) + "\n" + added + "".join(lines[closing:])
+
+
+def _settings(lines: tuple[str, ...], values: dict[str, Value]) -> list[str]:
+    """The settings block's lines with each constant set to ``values[name]``.
+
+    Comment lines and each constant's comment are kept; a comment that would make the
+    line too long goes on a line of its own above it. Every constant in the block must
+    get a value, and every value must have its constant.
+    """
+    out: list[str] = []
+    seen: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            out.append(line)
+            continue
+        statement = ast.parse(line).body
+        target = statement[0] if len(statement) == 1 else None
+        if not (
+            isinstance(target, ast.Assign)
+            and len(target.targets) == 1
+            and isinstance(target.targets[0], ast.Name)
+            and target.value.end_col_offset is not None
+        ):
+            raise ValueError(f"a settings line must set one constant: {line!r}")
+        name = target.targets[0].id
+        if name not in values:
+            raise ValueError(f"the scorer's setting {name} has no value")
+        seen.append(name)
+        # Column offsets count UTF-8 bytes.
+        rest = line.encode()[target.value.end_col_offset :].decode().strip()
+        assignment = f"{name} = {_literal(values[name])}"
+        if not rest:
+            out.append(assignment + "\n")
+        elif len(assignment) + len(rest) + 2 <= DOC_WIDTH:
+            out.append(f"{assignment}  {rest}\n")
         else:  # a long field name: the comment goes above
-            lines += [f"# {comment}", line]
-    return "\n".join(lines) + "\n\n" + template.body.lstrip("\n")
+            out += [rest + "\n", assignment + "\n"]
+    unknown = sorted(set(values) - set(seen))
+    if unknown:
+        raise ValueError(f"the scorer has no setting {', '.join(unknown)}")
+    return out
 
 
 _VERBATIM = "\0verbatim\0"

@@ -24,7 +24,11 @@ that "20 tasks" is never taken for a model, nor a model id for a benchmark):
 4. **Benchmark.** Each benchmark's name, aliases and id are compared with the
    remaining words, ignoring case, spaces and punctuation ("gsm 8k", "GSM-8K",
    "human eval"). The longest match wins; two benchmarks matching equally long
-   is ambiguous.
+   is ambiguous. A match followed by a variant word the catalog does not have
+   ("MMLU Pro", "BFCL v4", "HumanEval+") names another benchmark: it is refused,
+   naming the nearest ones, unless the request allows a substitute ("... or the
+   nearest benchmark"); then the substitute runs and the resolution says so
+   (``substituted_for``).
 5. **Subset.** Slugs and names are matched the same way ("abstract algebra" is
    ``abstract_algebra``); the longest match wins. Without one: a
    ``per_category`` scope takes a subset whose rows have categories (``all``
@@ -34,6 +38,7 @@ Anything that cannot be settled raises ``RequestNotUnderstood``, which says what
 was missing and which benchmarks (or subsets) there are.
 """
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -101,6 +106,20 @@ _PROVIDER_SPELLINGS = (
 )
 
 
+# A word right after a benchmark's name that makes it another benchmark.
+_VARIANT = re.compile(
+    r"(?:pro|plus|lite|mini|hard|redux|verified|live|extended|multilingual|xl|x|"
+    r"v\d+(?:\.\d+)*|\d+(?:\.\d+)*)",
+    re.I,
+)
+_SUBSTITUTE_ALLOWED = re.compile(
+    r"[,(]?\s*\b(?:or|else)\s+(?:the\s+)?(?:nearest|closest|most\s+similar|a\s+similar|"
+    r"similar)(?:\s+(?:benchmark|one|match))?\b\)?|\bsubstitutes?\s+(?:are\s+|is\s+)?"
+    r"(?:allowed|ok(?:ay)?|fine)\b",
+    re.I,
+)
+
+
 class RequestNotUnderstood(Exception):
     """The request could not be read; the message says what is missing and what exists."""
 
@@ -125,6 +144,8 @@ class ParsedRequest:
     provider: str | None
     scope: Scope
     notes: list[str] = field(default_factory=list)
+    # What the request named when the catalog lacked it and a substitute was allowed.
+    substituted_for: str | None = None
 
 
 def parse_request(
@@ -142,7 +163,10 @@ def parse_request(
     scope, text = _scope(text, notes)
     provider, text = _provider(text, providers, notes)
     model, provider, text = _model(text, provider, providers, catalog, notes)
-    benchmark, text = _benchmark(text, catalog, notes)
+    allows_substitute = bool(_SUBSTITUTE_ALLOWED.search(text))
+    text = _SUBSTITUTE_ALLOWED.sub(lambda m: " " * len(m.group()), text)
+    benchmark, text, end = _benchmark(text, catalog, notes)
+    substituted_for = _variant_named(text[end:], benchmark, catalog, allows_substitute, notes)
     subset = _subset(text, benchmark, scope, notes)
     return ParsedRequest(
         benchmark_id=benchmark.benchmark_id,
@@ -153,6 +177,7 @@ def parse_request(
         provider=provider,
         scope=scope,
         notes=notes,
+        substituted_for=substituted_for,
     )
 
 
@@ -246,7 +271,9 @@ def _looks_like_model(token: str, providers: tuple[str, ...], reserved: set[str]
 
 def _benchmark(
     text: str, catalog: list[CatalogBenchmarkEntry], notes: list[str]
-) -> tuple[CatalogBenchmarkEntry, str]:
+) -> tuple[CatalogBenchmarkEntry, str, int]:
+    """The benchmark the request names, the text with its name blanked, and where the
+    name ended."""
     words = _words(text)
     best: list[tuple[int, CatalogBenchmarkEntry, str, tuple[int, int]]] = []
     for benchmark in catalog:
@@ -267,7 +294,55 @@ def _benchmark(
     if name == benchmark.benchmark_id:
         how = "by id"
     notes.append(f"matched {benchmark.name!r} {how} (from {text[start:end]!r})")
-    return benchmark, text[:start] + " " * (end - start) + text[end:]
+    return benchmark, text[:start] + " " * (end - start) + text[end:], end
+
+
+def _variant_named(
+    after: str,
+    benchmark: CatalogBenchmarkEntry,
+    catalog: list[CatalogBenchmarkEntry],
+    allowed: bool,
+    notes: list[str],
+) -> str | None:
+    """What the request named, when that is a variant of ``benchmark`` the catalog lacks.
+
+    ``after`` is the request's text after the benchmark's name; the variant is its
+    first word ("MMLU Pro", "BFCL v4") or a "+" ("HumanEval+"). A subset of the
+    benchmark is not a variant ("GSM8K main").
+    """
+    word = re.match(r"[ \t-]*(\+|[A-Za-z0-9.]+)", after)
+    if word is None:
+        return None
+    token = word.group(1).rstrip(".")
+    if token != "+" and not _VARIANT.fullmatch(token):
+        return None
+    # A subset named from that word on ("MMLU professional law") is no variant.
+    words = _words(after)
+    for subset in benchmark.subsets:
+        for name in (subset.slug, subset.name):
+            span = _find(words, name)
+            if span is not None and span[0] == word.start(1):
+                return None
+    asked = f"{benchmark.name}{token}" if token == "+" else f"{benchmark.name} {token}"
+    if not allowed:
+        raise RequestNotUnderstood(
+            f"the catalog has no {asked!r}; the nearest: {_nearest(asked, catalog)}. "
+            f"Name {benchmark.name!r} to run it, or add 'or the nearest benchmark' to the "
+            "request to allow a substitute"
+        )
+    notes.append(
+        f"the catalog has no {asked!r}: running {benchmark.name} instead, as the request "
+        "allows a substitute"
+    )
+    return asked
+
+
+def _nearest(asked: str, catalog: list[CatalogBenchmarkEntry]) -> str:
+    names = {n: b.name for b in catalog for n in _names(b)}
+    close = difflib.get_close_matches(asked.lower(), [n.lower() for n in names], n=6, cutoff=0.3)
+    lowered = {n.lower(): b for n, b in names.items()}
+    found = list(dict.fromkeys(lowered[c] for c in close))[:3]
+    return ", ".join(found) if found else "none"
 
 
 def _subset(

@@ -1,20 +1,27 @@
-"""The ``exact_match`` scorer: a short answer, SQuAD-normalized, against acceptable ones."""
+"""Short answers, scored by exact match after SQuAD normalization.
 
-from benchwright_orchestrator.driver.builtin.guidance import Directives
-from benchwright_orchestrator.driver.builtin.render import Setting, Template
+The model gives a short answer; it passes when, lowercased and stripped of punctuation,
+articles and extra spaces (SQuAD's normalization), it equals one of the row's
+acceptable answers. The token-overlap F1 is recorded beside the score.
 
+Runs in the work sandbox with only the standard library and ``bench_task``.
+"""
 
-def _settings(fields: dict[str, str], d: Directives) -> list[Setting]:
-    return [
-        ("QUESTION_FIELD", fields["question"], 'the question text; "" = the input itself'),
-        ("CONTEXT_FIELD", fields.get("context", ""), "a passage shown before the question"),
-        ("CASE_SENSITIVE", bool(d.case_sensitive), "False: SQuAD lowercases"),
-        ("CONTAINS", bool(d.contains), "True: an answer anywhere in the reply counts"),
-        ("MAX_TOKENS", d.max_tokens or 64, ""),
-    ]
+import re
+import string
+from collections import Counter
+from typing import Any
 
+from bench_task import BenchTask
 
-BODY = r'''
+# -- settings: the builtin Driver rewrites this block for its dataset (these fit NQ-open) --
+QUESTION_FIELD = "question"  # in input: the question text; "" = the input itself
+CONTEXT_FIELD = ""  # a passage shown before the question
+CASE_SENSITIVE = False  # False: SQuAD lowercases
+CONTAINS = False  # True: an answer anywhere in the reply counts
+MAX_TOKENS = 64
+# -- end of settings --
+
 INSTRUCTION = (
     "Answer the question with a short answer: a name, a number, a date or a short phrase, "
     "not a sentence. Reply with the answer only.\n\n"
@@ -91,24 +98,3 @@ class Task(BenchTask):
             correct = parsed in answers
         f1 = max(token_f1(parsed, a) for a in answers)
         return {"score": 1.0 if correct else 0.0, "parsed": parsed, "f1": round(f1, 4)}
-'''
-
-TEMPLATE = Template(
-    kind="exact_match",
-    title="Short answers, scored by exact match after SQuAD normalization",
-    summary=(
-        "The model gives a short answer; it passes when, lowercased and stripped of "
-        "punctuation, articles and extra spaces (SQuAD's normalization), it equals one of "
-        "the row's acceptable answers. The token-overlap F1 is recorded beside the score."
-    ),
-    imports=(
-        "import re",
-        "import string",
-        "from collections import Counter",
-        "from typing import Any",
-    ),
-    directives=("case_sensitive", "contains", "max_tokens"),
-    required=("question",),
-    settings=_settings,
-    body=BODY,
-)

@@ -1,5 +1,7 @@
 """How runs and task rows look at the API."""
 
+import base64
+import binascii
 import json
 from typing import Any
 
@@ -14,11 +16,18 @@ def _money(micros: int) -> dict[str, Any]:
 
 
 def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
+    """``run.cost`` (concepts §9): each source on its own key; ``incurred`` is their sum,
+    ``billed`` the platform's part (sandbox, Driver, narration) with the markup.
+    ``proxy_linger`` (model calls finished after the run's key was revoked) is in
+    neither: add it at the read site for an all-in figure."""
     if cost is None:
         return None
-    incurred = cost.model_micros + cost.sandbox_micros + cost.driver_micros
-    # Billed is the platform's share (sandbox + driver); model spend is the user's own key.
-    billed = cost.sandbox_micros + cost.driver_micros
+    incurred = cost.model_micros + cost.sandbox_micros + cost.driver_micros + cost.narration_micros
+    # Billed is the platform's share; model spend is the user's own key. Billing says
+    # it with the markup; an older billing did not, and the share is shown unmarked.
+    billed = cost.billed_micros
+    if billed is None:
+        billed = cost.sandbox_micros + cost.driver_micros + cost.narration_micros
     return {
         "model": {
             **_money(cost.model_micros),
@@ -28,8 +37,22 @@ def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
         },
         "sandbox": _money(cost.sandbox_micros),
         "driver": _money(cost.driver_micros),
+        # The run-summary LLM: narration asks no model today, so 0 and 0 calls.
+        "narration": {
+            **_money(cost.narration_micros),
+            "calls": cost.narration_calls,
+            "prompt_tokens": cost.narration_prompt_tokens,
+            "completion_tokens": cost.narration_completion_tokens,
+        },
         "incurred": _money(incurred),
         "billed": _money(billed),
+        # Routinely sub-cent: ``amount_usd`` is exact, the cents rounded.
+        "proxy_linger": {
+            **_money(cost.proxy_linger_micros),
+            "calls": cost.proxy_linger_calls,
+            "prompt_tokens": cost.proxy_linger_prompt_tokens,
+            "completion_tokens": cost.proxy_linger_completion_tokens,
+        },
     }
 
 
@@ -63,7 +86,11 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "derived_from": row.get("parent_run_id"),
         "trials": json.loads(row["trials"]) if row.get("trials") else None,
         "limits": json.loads(row["limits"]) if row.get("limits") else {},
-        "benchmark": {"id": row["benchmark_id"], "name": row["benchmark_name"]},
+        "benchmark": {
+            "id": row["benchmark_id"],
+            "name": row["benchmark_name"],
+            "substituted_for": row.get("substituted_for"),
+        },
         "subset": {"id": row["subset_id"], "slug": row["subset_slug"]},
         "impl_id": row.get("impl_id"),
         "fingerprint": row.get("fingerprint"),
@@ -148,17 +175,42 @@ def parse_task_row_id(row_id: str) -> tuple[int, int] | None:
         return None
 
 
+def task_page_token(sort: str, version: int, after: tuple[Any, int]) -> str:
+    """An opaque cursor: the listing it belongs to and where its last row stood."""
+    raw = json.dumps([sort, version, after[0], after[1]], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def parse_task_page_token(token: str) -> tuple[str, int, tuple[Any, int]] | None:
+    """``(sort, version, after)`` of a token ``task_page_token`` made; None if it is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        sort, version, key, index = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        return None
+    valid = (
+        isinstance(sort, str)
+        and type(version) is int
+        and type(index) is int
+        and isinstance(key, int | float | str)
+        and not isinstance(key, bool)
+    )
+    return (sort, version, (key, index)) if valid else None
+
+
 def run_etag(row: dict[str, Any]) -> str:
     return f"{row['run_id']}.{row.get('last_seq') or 0}"
 
 
-def render_task(row: dict[str, Any]) -> dict[str, Any]:
-    return {
+def render_task(row: dict[str, Any], trials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A slim task row; ``trials`` (each trial's own result) when the run has several."""
+    rendered = {
         "id": task_row_id(row["invocation"], row["idx"]),
         "object": "task",
         "task_id": row["task_id"],
         "index": row["idx"],
         "invocation": row["invocation"],
+        "version": row["invocation"],
         "score": row.get("score"),
         # A task with some trials in and others still out is running.
         "outcome": row.get("outcome") or "running",
@@ -166,3 +218,30 @@ def render_task(row: dict[str, Any]) -> dict[str, Any]:
         "error_type": row.get("error_type"),
         "duration_ms": row.get("duration_ms"),
     }
+    if trials is not None:
+        rendered["trials"] = [render_trial(t, full=False) for t in trials]
+    return rendered
+
+
+def render_trial(row: dict[str, Any], *, full: bool) -> dict[str, Any]:
+    """One trial's result: slim in a task list, with output and scoring detail in a payload."""
+    trial: dict[str, Any] = {
+        "trial": row["trial"],
+        "score": row.get("score"),
+        "outcome": row.get("outcome"),
+        "error_type": row.get("error_type"),
+        "duration_ms": row.get("duration_ms"),
+    }
+    if not full:
+        trial["output_preview"] = preview(row.get("output"))
+        return trial
+    trial["output"] = row.get("output")
+    trial["score_meta"] = json.loads(row["score_meta"]) if row.get("score_meta") else {}
+    trial["error"] = render_task_error(row)
+    return trial
+
+
+def render_task_error(row: dict[str, Any]) -> dict[str, Any] | None:
+    if not row.get("error_type"):
+        return None
+    return {"type": row["error_type"], "message": row.get("error")}

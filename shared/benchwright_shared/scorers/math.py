@@ -1,19 +1,27 @@
-"""The ``math`` scorer: chain of thought ending "The answer is N", exact numeric match."""
+"""Math problems, scored by exact numeric match of the final answer.
 
-from benchwright_orchestrator.driver.builtin.guidance import Directives
-from benchwright_orchestrator.driver.builtin.render import Setting, Template
+The model reasons step by step and ends with "The answer is N"; the number after the
+last such marker (or in the last ``\\boxed{}``, or else the reply's last number) must
+equal the reference answer. Numbers are compared exactly as fractions, so "$1,234.00",
+"1234" and "2468/2" are the same answer.
 
+Runs in the work sandbox with only the standard library and ``bench_task``.
+"""
 
-def _settings(fields: dict[str, str], d: Directives) -> list[Setting]:
-    return [
-        ("QUESTION_FIELD", fields["question"], 'the problem text; "" = the input itself'),
-        ("FEW_SHOT", True if d.few_shot is None else d.few_shot, "two worked examples first"),
-        ("MAX_TOKENS", d.max_tokens or 256, ""),
-        ("TOLERANCE", d.tolerance or 0.0, "0: the numbers must be equal"),
-    ]
+import re
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
 
+from bench_task import BenchTask
 
-BODY = r'''
+# -- settings: the builtin Driver rewrites this block for its dataset (these fit GSM8K) --
+QUESTION_FIELD = "question"  # in input: the problem text; "" = the input itself
+FEW_SHOT = True  # two worked examples first
+MAX_TOKENS = 256
+TOLERANCE = 0.0  # 0: the numbers must be equal
+# -- end of settings --
+
 # Two short worked examples teach the answer format; more would crowd the small
 # context windows of the small models this may run against.
 EXAMPLES = (
@@ -151,25 +159,3 @@ class Task(BenchTask):
             "score": 1.0 if correct else 0.0,
             "parsed": canonical(got) if got is not None else None,
         }
-'''
-
-TEMPLATE = Template(
-    kind="math",
-    title="Math problems, scored by exact numeric match of the final answer",
-    summary=(
-        'The model reasons step by step and ends with "The answer is N"; the number '
-        "after the last such marker (or in the last \\boxed{}, or else the reply's last "
-        "number) must equal the reference answer. Numbers are compared exactly as "
-        'fractions, so "$1,234.00", "1234" and "2468/2" are the same answer.'
-    ),
-    imports=(
-        "import re",
-        "from decimal import Decimal",
-        "from fractions import Fraction",
-        "from typing import Any",
-    ),
-    directives=("few_shot", "max_tokens", "tolerance"),
-    required=("question",),
-    settings=_settings,
-    body=BODY,
-)

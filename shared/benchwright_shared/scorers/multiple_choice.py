@@ -1,22 +1,27 @@
-"""The ``multiple_choice`` scorer: lettered choices, the model answers with a letter."""
+"""Multiple choice, scored by the letter the model picks.
 
-from benchwright_orchestrator.driver.builtin.guidance import Directives
-from benchwright_orchestrator.driver.builtin.render import Setting, Template
+The question and its choices, lettered A, B, C..., are shown; the model replies with a
+letter (after reasoning, when chain of thought is on). The letter is read robustly
+("The correct answer is (C)", "C. 42", "**Answer: C**", the text of a choice) and must
+be the reference one; the reference may be a letter or a 0-based index.
 
+Runs in the work sandbox with only the standard library and ``bench_task``.
+"""
 
-def _settings(fields: dict[str, str], d: Directives) -> list[Setting]:
-    cot = bool(d.chain_of_thought)
-    return [
-        ("QUESTION_FIELD", fields["question"], 'the question text; "" = the input itself'),
-        ("CHOICES_FIELD", fields["choices"], "a list of 2-10 strings"),
-        ("SUBJECT_FIELD", fields.get("subject", ""), "named in the instruction when set"),
-        ("CONTEXT_FIELD", fields.get("context", ""), "a passage shown before the question"),
-        ("CHAIN_OF_THOUGHT", cot, "reason first, then answer"),
-        ("MAX_TOKENS", d.max_tokens or (512 if cot else 64), ""),
-    ]
+import re
+from typing import Any
 
+from bench_task import BenchTask
 
-BODY = r'''
+# -- settings: the builtin Driver rewrites this block for its dataset (these fit MMLU) --
+QUESTION_FIELD = "question"  # in input: the question text; "" = the input itself
+CHOICES_FIELD = "choices"  # in input: a list of 2-10 strings
+SUBJECT_FIELD = "subject"  # named in the instruction when set
+CONTEXT_FIELD = ""  # a passage shown before the question
+CHAIN_OF_THOUGHT = False  # reason first, then answer
+MAX_TOKENS = 64
+# -- end of settings --
+
 LETTERS = "ABCDEFGHIJ"
 
 # Reasoning models think aloud first; drafts in there are not the answer.
@@ -145,21 +150,3 @@ class Task(BenchTask):
             if isinstance(row_input, dict) and isinstance(row_input.get(CHOICES_FIELD), list):
                 return [str(c) for c in row_input[CHOICES_FIELD]]
         return None
-'''
-
-TEMPLATE = Template(
-    kind="multiple_choice",
-    title="Multiple choice, scored by the letter the model picks",
-    summary=(
-        "The question and its choices, lettered A, B, C..., are shown; the model replies "
-        "with a letter (after reasoning, when chain of thought is on). The letter is read "
-        'robustly ("The correct answer is (C)", "C. 42", "**Answer: C**", the text '
-        "of a choice) and must be the reference one; the reference may be a letter or a "
-        "0-based index."
-    ),
-    imports=("import re", "from typing import Any"),
-    directives=("chain_of_thought", "max_tokens"),
-    required=("question", "choices"),
-    settings=_settings,
-    body=BODY,
-)

@@ -1,12 +1,13 @@
-"""HumanEval: complete a Python function, scored by running its unit tests.
+"""Code generation, scored by running the row's unit tests.
+
+The model completes a Python function from its signature and docstring. The code in
+its reply (the fenced block defining the entry point, else the first block, else the
+whole reply; a bare body is appended to the prompt) runs with the row's tests and
+``check(entry_point)`` in a child interpreter with CPU, memory and time limits; it
+passes when that program exits cleanly. The child keeps a hanging or crashing
+candidate from taking the scorer (and the other trials in flight) down with it.
 
 Runs in the work sandbox with only the standard library and ``bench_task``.
-Rows look like ``{"input": {"prompt", "entry_point"},
-"expected": {"test", "entry_point", "canonical_solution"}}``.
-
-The candidate program runs in a child interpreter: the sandbox already isolates
-the run from the host, and the child keeps a hanging or crashing candidate
-from taking the scorer (and the other trials in flight) down with it.
 """
 
 import contextlib
@@ -20,8 +21,14 @@ from typing import Any
 
 from bench_task import BenchTask
 
+# -- settings: the builtin Driver rewrites this block for its dataset (these fit HumanEval) --
+PROMPT_FIELD = "prompt"  # in input: the signature and docstring to complete
+ENTRY_POINT_FIELD = "entry_point"  # in expected, else in input
+TEST_FIELD = "test"  # in expected, else in input: defines check(candidate)
 MAX_TOKENS = 512
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0  # per candidate run
+# -- end of settings --
+
 STDERR_TAIL = 2000
 
 INSTRUCTION = (
@@ -29,6 +36,8 @@ INSTRUCTION = (
     "including its signature, in a single ```python code block.\n\n"
 )
 
+# Reasoning models think aloud first; drafts in there are not the answer.
+_THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.I)
 _CODE_START = re.compile(r"^(?:def|async\s+def|class|import|from|@)\b", re.M)
 _FUTURE = re.compile(r"^from\s+__future__\s+import\s+.*$\n?", re.M)
@@ -145,38 +154,59 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def infer_entry_point(prompt: str | None, code: str) -> str | None:
+    """The function to test when the row does not say: the prompt's last ``def``, else
+    the candidate's first."""
+    for source, pick in ((prompt or "", -1), (code, 0)):
+        names = re.findall(r"^(?:async\s+)?def\s+(\w+)\s*\(", source, re.M)
+        if names:
+            return str(names[pick])
+    return None
+
+
 class Task(BenchTask):
-    """Ask for the completed function; pass when the problem's tests pass."""
+    """Ask for the completed function; pass when the row's tests pass."""
 
     timeout_s = TIMEOUT_S
 
     def __init__(self) -> None:
-        # index -> prompt, filled by solve(): score() receives only the reply and
-        # the expected tests, but needs the prompt's imports and helpers.
-        self._prompts: dict[int, str] = {}
+        # index -> input, filled by solve(): score() receives only the reply and the
+        # expected value, but needs the prompt's imports and helpers (and maybe the tests).
+        self._inputs: dict[int, dict[str, Any]] = {}
 
     def solve(self, index: int, input: Any) -> str:
         """Ask the model for the completed function."""
-        prompt = str(input["prompt"])
-        self._prompts[index] = prompt
+        self._inputs[index] = dict(input) if isinstance(input, dict) else {}
+        prompt = str(self._inputs[index].get(PROMPT_FIELD, ""))
         return self.complete(build_prompt(prompt), max_tokens=MAX_TOKENS, temperature=0)
 
     def score(self, index: int, output: str, expected: Any) -> dict[str, Any]:
         """1.0 when the extracted code passes ``check(entry_point)``, else 0.0."""
-        entry_point = str(expected["entry_point"])
-        code = extract_code(output or "", entry_point)
-        program = build_program(code, self._prompt_for(index), entry_point, expected["test"])
+        row_input = self._input_for(index)
+        reference = expected if isinstance(expected, dict) else {}
+        prompt = row_input.get(PROMPT_FIELD)
+        prompt = str(prompt) if prompt is not None else None
+        reply = _THINK.sub("", output or "")
+        entry_point = reference.get(ENTRY_POINT_FIELD) or row_input.get(ENTRY_POINT_FIELD)
+        entry_point = str(entry_point or infer_entry_point(prompt, reply) or "")
+        if not entry_point:
+            raise ValueError("the row names no entry point and none can be inferred")
+        test = reference.get(TEST_FIELD) or row_input.get(TEST_FIELD)
+        if not test:
+            raise ValueError(f"the row has no tests under {TEST_FIELD!r}")
+        code = extract_code(reply, entry_point)
+        program = build_program(code, prompt, entry_point, str(test))
         result = run_program(program, self.timeout_s)
         passed = result["exit_code"] == 0 and not result["timeout"]
         return {"score": 1.0 if passed else 0.0, **result}
 
-    def _prompt_for(self, index: int) -> str | None:
-        if index in self._prompts:
-            return self._prompts[index]
+    def _input_for(self, index: int) -> dict[str, Any]:
+        if index in self._inputs:
+            return self._inputs[index]
         # A re-score without solve(): the rows extract() loaded still hold it.
         rows = self._rows
         if rows is not None and 0 <= index < len(rows):
             row_input = rows[index].get("input")
-            if isinstance(row_input, dict) and "prompt" in row_input:
-                return str(row_input["prompt"])
-        return None
+            if isinstance(row_input, dict):
+                return row_input
+        return {}

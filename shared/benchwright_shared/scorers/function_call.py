@@ -1,23 +1,34 @@
-"""The ``function_call`` scorer: OpenAI tools in, calls compared BFCL-style."""
+"""Function calling, scored by comparing the calls made with the reference calls.
 
-from benchwright_orchestrator.driver.builtin.guidance import Directives
-from benchwright_orchestrator.driver.builtin.render import Setting, Template
+The row's functions are offered as OpenAI tools (BFCL types converted to JSON Schema:
+dict->object, float->number, tuple->array, any->untyped); the calls come from the
+reply's tool_calls, else from JSON or Python call syntax in its text. Each reference
+call must match a distinct call (in any order, unless order-sensitive) with the same
+name and every argument equal to one of its acceptable values (numbers numerically,
+strings ignoring case and spacing; an acceptable "" means the argument may be left
+out); unexpected arguments or extra calls fail.
 
+Runs in the work sandbox with only the standard library and ``bench_task``.
+"""
 
-def _settings(fields: dict[str, str], d: Directives) -> list[Setting]:
-    return [
-        ("FUNCTIONS_FIELD", fields["functions"], "a list of function specs"),
-        ("MESSAGES_FIELD", fields.get("messages", ""), "chat messages (or BFCL turns)"),
-        ("QUESTION_FIELD", fields.get("question", ""), "plain text, when there are no messages"),
-        ("NATIVE_TOOLS", True if d.native_tools is None else d.native_tools, "else in the prompt"),
-        ("ORDER_SENSITIVE", bool(d.order_sensitive), "False: calls compared as sets"),
-        ("ALLOW_EXTRA_CALLS", bool(d.allow_extra_calls), "False: an extra call fails"),
-        ("CASE_SENSITIVE", bool(d.case_sensitive), "for string arguments"),
-        ("MAX_TOKENS", d.max_tokens or 512, ""),
-    ]
+import ast
+import json
+import re
+from typing import Any
 
+from bench_task import BenchTask
 
-BODY = r'''
+# -- settings: the builtin Driver rewrites this block for its dataset (these fit BFCL v4) --
+FUNCTIONS_FIELD = "functions"  # in input: a list of function specs
+MESSAGES_FIELD = ""  # chat messages (or BFCL turns)
+QUESTION_FIELD = "question"  # plain text, when there are no messages
+NATIVE_TOOLS = True  # else in the prompt
+ORDER_SENSITIVE = False  # False: calls compared as sets
+ALLOW_EXTRA_CALLS = False  # False: an extra call fails
+CASE_SENSITIVE = False  # for string arguments
+MAX_TOKENS = 512
+# -- end of settings --
+
 SYSTEM_PROMPT = (
     "You are an expert in composing function calls. You are given a question and a set of "
     "functions. Make the function calls that answer the question, with the right arguments: "
@@ -407,29 +418,3 @@ class Task(BenchTask):
             "calls": len(got),
             "reason": reason,
         }
-'''
-
-TEMPLATE = Template(
-    kind="function_call",
-    title="Function calling, scored by comparing the calls made with the reference calls",
-    summary=(
-        "The row's functions are offered as OpenAI tools (BFCL types converted to JSON "
-        "Schema: dict->object, float->number, tuple->array, any->untyped); the calls come "
-        "from the reply's tool_calls, else from JSON or Python call syntax in its text. "
-        "Each reference call must match a distinct call (in any order, unless order-"
-        "sensitive) with the same name and every argument equal to one of its acceptable "
-        "values (numbers numerically, strings ignoring case and spacing; an acceptable "
-        '"" means the argument may be left out); unexpected arguments or extra calls fail.'
-    ),
-    imports=("import ast", "import json", "import re", "from typing import Any"),
-    directives=(
-        "native_tools",
-        "order_sensitive",
-        "allow_extra_calls",
-        "case_sensitive",
-        "max_tokens",
-    ),
-    required=("functions",),
-    settings=_settings,
-    body=BODY,
-)

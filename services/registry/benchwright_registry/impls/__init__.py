@@ -1,1 +1,0 @@
-"""Built-in scorers: standalone task_impl.py sources, read as text and never imported."""

@@ -1,0 +1,91 @@
+"""The scorers Benchwright ships, one real Python file each, read as text.
+
+A scorer is a ``task_impl.py``: it runs in a work sandbox beside the runtime's
+``bench_task`` module, never in a service, so nothing imports these files. The
+registry ships them as the built-in catalog's scorers (and ``built_runner`` as the
+runner every BUILT subset's generated code ends in); the orchestrator's builtin
+Driver writes its scorer for a dataset from the file of that dataset's kind.
+Ruff checks them like any other code, and ``scripts/test.sh`` type-checks them
+strictly beside ``bench_task``.
+
+A kind's scorer keeps its settings as module-level constants between two marker
+lines::
+
+    # -- settings: ...
+    PROMPT_FIELD = "prompt"  # in input: the signature and docstring to complete
+    MAX_TOKENS = 512
+    # -- end of settings --
+
+The values in the file are the built-in catalog's (so the file as it is scores
+that benchmark); the builtin Driver replaces them with the values it found for
+its dataset and keeps everything else, comments included, byte for byte.
+
+An impl's id is a hash of its code, so any edit to one of these files gives the
+scorers that are made from it new impl ids (decision 0028); runs already made keep
+the code they recorded.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+__all__ = [
+    "KIND_SCORERS",
+    "SCORERS",
+    "SETTINGS_END",
+    "SETTINGS_START",
+    "ScorerParts",
+    "scorer_source",
+    "split_settings",
+]
+
+# The scorer of each kind the builtin Driver recognises (its file has a settings block).
+KIND_SCORERS = ("code", "function_call", "multiple_choice", "math", "exact_match")
+# Every scorer here: the kinds', and the runner of BUILT subsets.
+SCORERS = (*KIND_SCORERS, "built_runner")
+
+SETTINGS_START = "# -- settings"
+SETTINGS_END = "# -- end of settings --"
+
+
+@cache
+def scorer_source(name: str) -> str:
+    """The source text of scorer ``name`` (one of ``SCORERS``), as a sandbox runs it
+    (read once: the files do not change under a running process).
+
+    Raises ``KeyError`` for any other name.
+    """
+    if name not in SCORERS:
+        raise KeyError(f"no scorer named {name!r}")
+    return files(__name__).joinpath(f"{name}.py").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class ScorerParts:
+    """A scorer's source cut around its settings block (``head + lines + tail`` is it all).
+
+    ``head`` ends with the start marker's line, ``tail`` starts with the end marker's,
+    and ``lines`` are the lines in between, each with its newline.
+    """
+
+    head: str
+    lines: tuple[str, ...]
+    tail: str
+
+
+def split_settings(source: str) -> ScorerParts:
+    """``source`` cut around its one settings block; ``ValueError`` if it has none."""
+    lines = source.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.startswith(SETTINGS_START)]
+    ends = [i for i, line in enumerate(lines) if line.rstrip("\n") == SETTINGS_END]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise ValueError(
+            f"a scorer needs exactly one settings block between {SETTINGS_START!r} "
+            f"and {SETTINGS_END!r} lines"
+        )
+    start, end = starts[0], ends[0]
+    return ScorerParts(
+        head="".join(lines[: start + 1]),
+        lines=tuple(lines[start + 1 : end]),
+        tail="".join(lines[end:]),
+    )
