@@ -82,3 +82,21 @@ async def test_aliases_resolve_and_rows_are_stored(registry: NatsBroker) -> None
     stored = await bucket.get(page.object_name)
     assert stored.data is not None
     assert stored.data.count(b"\n") == 200
+
+
+async def test_a_retired_subset_reaches_the_bucket_only_when_asked_for(
+    registry: NatsBroker,
+) -> None:
+    from nats.js.errors import ObjectNotFoundError
+
+    from tests.registry.test_application import RETIRED_SUBSET_IDS
+
+    old_id = RETIRED_SUBSET_IDS[("HumanEval", "test")]
+    await ask(registry, ListCatalog(account="acct_x"), CatalogListing)  # the start's publishing
+    bucket = await jetstream(registry).object_store(subjects.DATASETS_BUCKET)
+    with pytest.raises(ObjectNotFoundError):  # not published at start (a new data dir)
+        await bucket.get_info(f"{old_id}.jsonl")
+    page = await ask(registry, GetSubsetRows(subset_id=old_id, limit=1), SubsetRows)
+    assert page.problem is None and page.object_name == f"{old_id}.jsonl"
+    stored = await bucket.get(page.object_name)  # a replay of an old run can fetch it
+    assert stored.data is not None and stored.data.count(b"\n") == 164

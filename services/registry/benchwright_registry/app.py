@@ -161,7 +161,7 @@ class RegistryService:
 
 
 async def publish_datasets(js: JetStreamContext, catalog: Catalog) -> None:
-    """Put every subset's rows in the object store, once: names are content hashes."""
+    """Put every current subset's rows in the object store, once: names are content hashes."""
     bucket = await handlers.dataset_bucket(js)
 
     async def stored(subset: Subset) -> bool:
@@ -179,7 +179,9 @@ async def publish_datasets(js: JetStreamContext, catalog: Catalog) -> None:
             if not await stored(subset):
                 await bucket.put(subset.object_name, subset.jsonl)
 
-    await asyncio.gather(*(publish(s) for s in catalog.subsets.values()))
+    # Retired subsets wait until a replay asks for them (``handlers.ensure_published``).
+    current = [s for s in catalog.subsets.values() if not s.retired]
+    await asyncio.gather(*(publish(s) for s in current))
 
 
 def build(settings: Settings) -> RegistryService:

@@ -156,7 +156,8 @@ def register(router: NatsRouter, rt: Runtime) -> None:
         return rows
 
     async def ensure_published(subset_id: str, object_name: str) -> None:
-        """An authored snapshot's rows go into the bucket the first time someone asks."""
+        """An authored snapshot's rows, or a retired built-in subset's, go into the bucket
+        the first time someone asks (a replay of a run that pinned them)."""
         bucket = await dataset_bucket(rt.jetstream())
         try:
             info = await bucket.get_info(object_name)
@@ -164,12 +165,16 @@ def register(router: NatsRouter, rt: Runtime) -> None:
         except ObjectNotFoundError:
             present = False
         if not present:
-            found = await call(lambda app: app.authored_snapshot(subset_id))
-            if found is None:
-                return  # a built-in subset: published at start
-            lines, _ = found
-            rows = lines.page(0, len(lines))
-            await bucket.put(object_name, "".join(line + "\n" for line in rows).encode())
+            retired = await call(lambda app: app.retired_jsonl(subset_id))
+            if retired is not None:
+                await bucket.put(object_name, retired)
+            else:
+                found = await call(lambda app: app.authored_snapshot(subset_id))
+                if found is None:
+                    return  # a current built-in subset: published at start
+                lines, _ = found
+                rows = lines.page(0, len(lines))
+                await bucket.put(object_name, "".join(line + "\n" for line in rows).encode())
         rt.published.add(object_name)
 
     @router.subscriber(subjects.GET_IMPL, queue=QUEUE)

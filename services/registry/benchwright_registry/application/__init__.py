@@ -235,6 +235,11 @@ class RegistryApplication:
             content_sha256=digest,
         )
 
+    def retired_jsonl(self, subset_id: str) -> bytes | None:
+        """A retired built-in subset's rows (decision 0028), which are not published at start."""
+        subset = self.catalog.subsets.get(subset_id)
+        return subset.jsonl if subset is not None and subset.retired else None
+
     def authored_snapshot(self, snapshot_id: str) -> tuple[JsonLines, str] | None:
         """An authored snapshot's JSON lines and content SHA-256 (kept: they never change)."""
         cached = self._authored_lines.get(snapshot_id)
