@@ -16,6 +16,7 @@ from benchwright_shared.contracts.run_events import (
     DriverSelected,
     HaltCleared,
     MaterializeTaskAggregated,
+    MaterializeTaskResult,
     PhaseStarted,
     PipelineFinished,
     RunDeleted,
@@ -347,10 +348,9 @@ def _trial_row(run_id: str, d: dict[str, Any]) -> list[Any]:
 
 
 # Which writes each task message makes: a result lands on its task row and as its trial.
-TASK_WRITES: dict[str, tuple[str, ...]] = {
-    "MaterializeTaskResult": ("result", "trial"),
-    "MaterializeTaskAggregated": ("aggregated",),
-}
+TASK_WRITES: dict[str, tuple[str, ...]] = run_event_table(
+    {MaterializeTaskResult: ("result", "trial"), MaterializeTaskAggregated: ("aggregated",)}
+)
 TASK_ROWS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
     "result": _result_row,
     "trial": _trial_row,

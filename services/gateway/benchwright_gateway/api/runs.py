@@ -37,12 +37,14 @@ from benchwright_shared.contracts import (
     RunEventsPage,
     SubsetRows,
 )
+from benchwright_shared.contracts.run_events import PipelineFinished
 from benchwright_shared.contracts.vault import BlockedHostsView, ReadBlockedHosts
 from benchwright_shared.fingerprint import LOAD_BEARING_FIELDS, run_fingerprint
 from benchwright_shared.refusal import Refused
+from benchwright_shared.run_log import run_event_type
 from benchwright_shared.scoring import summarize
 
-TERMINAL_EVENT = "PipelineFinished"
+TERMINAL_EVENT = run_event_type(PipelineFinished)
 QUERY_TIMEOUT_S = 10.0
 # What ``GET /v1/runs/{id}?expand=`` can add to a run, each under its own key.
 EXPANSIONS = ("tasks_summary", "artifacts", "recent_events", "blocked_hosts")

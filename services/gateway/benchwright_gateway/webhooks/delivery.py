@@ -61,7 +61,9 @@ from benchwright_gateway.webhooks.domain import (
 from benchwright_gateway.webhooks.settings import WebhookSettings
 from benchwright_shared import subjects
 from benchwright_shared.contracts.billing import BillingAlert, BillingAlertRaised
+from benchwright_shared.contracts.run_events import PipelineFinished
 from benchwright_shared.projection import ViewCursor
+from benchwright_shared.run_log import run_event_type
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
@@ -70,7 +72,7 @@ log = logging.getLogger(__name__)
 USER_AGENT = "Benchwright-Webhooks/1"
 CONSUMER = "gateway-webhooks-v1"
 ALERTS_CONSUMER = "gateway-webhooks-billing-alerts-v1"
-TERMINAL_EVENT = "PipelineFinished"
+TERMINAL_EVENT = run_event_type(PipelineFinished)
 
 
 class _Finished(BaseModel):
