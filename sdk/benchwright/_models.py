@@ -304,7 +304,7 @@ class TaskRow(_Model):
     """A slim per-task result; the full input/output lives behind ``TaskList.payload``.
 
     ``score`` and ``outcome`` are the task's aggregate over its trials, ``trials``
-    each trial's own result (filled for runs launched with ``trials``). ``version``
+    each trial's own result (filled for runs of more than one trial a task). ``version``
     is the Materialize invocation the row belongs to.
     """
 

@@ -184,3 +184,29 @@ def test_page_tokens_round_trip(sort: str, version: int, after: tuple[Any, int])
 @pytest.mark.parametrize("token", ["t1_5", "", "!!!", "WyJpbmRleCJd", "bnVsbA", "W3RydWUsMSwxLDFd"])
 def test_a_foreign_page_token_is_not_read(token: str) -> None:
     assert parse_task_page_token(token) is None
+
+
+def test_a_run_of_one_trial_a_task_keeps_its_result_on_the_task_row_only(tmp_path: Path) -> None:
+    store = ProjectionStore(Settings(data_dir=tmp_path), "gateway", [RunsProjection()])
+    single = "33333333-3333-3333-3333-333333333333"
+    log = [
+        {"run_id": single, "seq": 0, "type": "RunLaunched", "ts": "2026-12-01T00:00:00Z",
+         "data": {"account": "a", "trials": {"plan": {"k": 1}}}},
+        {"run_id": single, "seq": 1, "type": "MaterializeTaskResult", "ts": "2026-12-01T00:00:01Z",
+         "data": {"task_id": "t0", "index": 0, "trial": 0, "score": 1.0, "outcome": "pass",
+                  "output": "4"}},
+        # A result of a run the view has not seen launched yet gets its trial row.
+        {"run_id": RUN, "seq": 5, "type": "MaterializeTaskResult", "ts": "2026-12-01T00:00:02Z",
+         "data": {"task_id": "t0", "index": 0, "trial": 1, "score": 0.0, "outcome": "fail"}},
+    ]  # fmt: skip
+    try:
+        store.apply_many("runs", list(enumerate(log, start=1)))
+        assert (
+            store.read(partial(views.task_trials, run_id=single, invocation=1, indexes=[0])) == {}
+        )
+        row = store.read(lambda cur: views.get_task(cur, single, 1, 0))
+        assert row["output"] == "4"
+        early = store.read(partial(views.task_trials, run_id=RUN, invocation=1, indexes=[0]))
+        assert [t["trial"] for t in early[0]] == [1]
+    finally:
+        store.close()

@@ -278,7 +278,8 @@ class Runs:
         has several, listed in ``.versions``); by default the latest, the one the
         run's summary covers. ``sort`` is ``index`` (the default), ``score``,
         ``duration_ms`` or ``task_id``, with ``-`` first for descending. Rows of a run
-        launched with ``trials`` carry each trial's result in ``trials``.
+        launched with more than one trial a task carry each trial's result in
+        ``trials``.
         """
         call = RunCalls.tasks(
             run_id,

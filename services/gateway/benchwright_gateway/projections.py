@@ -87,11 +87,16 @@ class RunsProjection(Projection):
         last: dict[str, int] = {}
         unsettled: dict[str, None] = {}
         rows: dict[str, list[list[Any]]] = {write: [] for write in TASK_UPSERTS}
+        # Runs of this batch that ask for several trials a task: only theirs get trial
+        # rows (a run of one trial has its result on its task row already).
+        several: dict[str, bool] = {}
         for message in messages:
             kind = message.get("type")
             run_id = message["run_id"]
             if kind in TASK_WRITES:
                 for write in TASK_WRITES[kind]:
+                    if write == "trial" and not self._several_trials(cur, run_id, several):
+                        continue
                     rows[write].append(TASK_ROWS[write](run_id, message.get("data", {})))
             else:
                 self._write_task_rows(cur, rows)
@@ -112,6 +117,17 @@ class RunsProjection(Projection):
                 f"UPDATE {cur.table('runs')} SET last_seq = ? WHERE run_id = ? AND last_seq < ?",
                 [(seq, run_id, seq) for run_id, seq in last.items()],
             )
+
+    def _several_trials(self, cur: ViewCursor, run_id: str, known: dict[str, bool]) -> bool:
+        """Whether the run asked for more than one trial a task (remembered in ``known``).
+
+        A run not in the view yet (its launch not applied) counts as several: a
+        trial row too many is harmless, one too few is lost."""
+        if run_id not in known:
+            cur.execute(f"SELECT trials FROM {cur.table('runs')} WHERE run_id = ?", [run_id])
+            found = cur.fetchone()
+            known[run_id] = found is None or trials_per_task(found["trials"]) > 1
+        return known[run_id]
 
     def _write_task_rows(self, cur: ViewCursor, rows: dict[str, list[list[Any]]]) -> None:
         tables = {"tasks": cur.table("tasks"), "trials": cur.table("trials")}
@@ -379,6 +395,13 @@ TASK_UPSERTS = {
         "trial_scores = excluded.trial_scores"
     ),
 }
+
+
+def trials_per_task(trials: str | None) -> int:
+    """``k`` of a run's stored trials config (1 when it has none)."""
+    if not trials:
+        return 1
+    return int((json.loads(trials).get("plan") or {}).get("k") or 1)
 
 
 # -- queries ---------------------------------------------------------------------------

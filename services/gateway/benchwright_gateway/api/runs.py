@@ -218,8 +218,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         ``version`` is a Materialize invocation (a run that restarted Materialize
         has several); by default the latest, the one the run's summary covers.
         ``sort`` is ``index``, ``score``, ``duration_ms`` or ``task_id``, ``-`` first
-        for descending. A run launched with ``trials`` has each trial's result on
-        its rows (``trials``).
+        for descending. A run launched with more than one trial a task has each
+        trial's result on its rows (``trials``).
         """
         caller.require("runs:read")
         run = await load_run(caller, run_id)
@@ -259,7 +259,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         more = len(rows) > limit
         rows = rows[:limit]
         trials = None
-        if run.get("trials"):
+        if views.trials_per_task(run.get("trials")) > 1:
             indexes = [int(r["idx"]) for r in rows]
             trials = await ctx.read(views.task_trials, run_id, chosen, indexes)
         token = None
