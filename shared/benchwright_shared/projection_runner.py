@@ -391,8 +391,10 @@ class ProjectionHost:
     def close(self) -> None:
         for task in self._feeds.values():
             task.cancel()
-        self.store.close()
+        # A cancelled feed's apply may still run on the store's thread: wait for it
+        # before the connection closes under it (closing first crashed the process).
         self.blocking.close()
+        self.store.close()
 
 
 # Every run's event log, as the projections that follow runs read it.

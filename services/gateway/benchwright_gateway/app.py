@@ -177,8 +177,9 @@ class GatewayService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serve_task
         await self.webhooks.stop()
-        self.app.close()
+        # The views' close waits for the shared store thread; the app closes after it.
         self.views.close()
+        self.app.close()
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -53,7 +53,8 @@ class OrchestratorService:
         await self.orchestrator.stop()
         await self.membership.stop()
         await self.relay.stop()
-        self.app.close()
+        # On the store's thread: after any call a cancelled relay or handler left there.
+        await self.store.run(self.app.close)
         self.store.close()
 
 

@@ -93,9 +93,10 @@ class ProxyService:
         if self.injector is not None:
             await self.injector.stop()
         await self.runtime.stop()
-        self.app.close()
+        # Each on its store's thread: after any call still running there.
+        await self.store.run(self.app.close)
         self.store.close()
-        self.vault.close()
+        await self.vault_store.run(self.vault.close)
         self.vault_store.close()
 
 
