@@ -580,10 +580,10 @@ def task_outcomes(
 
 def latest_outcomes(cur: ViewCursor, run_id: str) -> dict[int, tuple[str, str]]:
     """index -> (task_id, outcome) from the run's latest sweep."""
+    tasks = cur.table("tasks")
     cur.execute(
-        f"SELECT idx, task_id, outcome FROM {cur.table('tasks')} WHERE run_id = ? "
-        f"AND outcome IS NOT NULL AND invocation = (SELECT MAX(invocation) FROM "
-        f"{cur.table('tasks')} WHERE run_id = ?)",
+        f"SELECT idx, task_id, outcome FROM {tasks} WHERE run_id = ? "
+        f"AND outcome IS NOT NULL AND invocation = {_latest(tasks)}",
         [run_id, run_id],
     )
     return {int(r["idx"]): (r["task_id"], r["outcome"]) for r in cur.fetchall()}

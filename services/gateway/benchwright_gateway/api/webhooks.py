@@ -109,9 +109,6 @@ def build_router(
     router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
     Caller = Annotated[Principal, Depends(principal)]
 
-    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await webhooks.call(fn, *args, **kwargs)
-
     @router.post("", status_code=201)
     async def create_webhook(
         body: WebhookIn,
@@ -121,7 +118,7 @@ def build_router(
     ) -> dict[str, Any]:
         """Register an endpoint for ``events``; the answer holds its signing secret, once."""
         caller.require("webhooks:write")
-        made: Registered = await call(
+        made: Registered = await webhooks.call(
             webhooks.app.register,
             caller.account,
             url=body.url,
@@ -137,19 +134,21 @@ def build_router(
     @router.get("")
     async def list_webhooks(caller: Caller) -> dict[str, Any]:
         caller.require("webhooks:read")
-        found: list[Endpoint] = await call(webhooks.app.endpoints, caller.account)
+        found: list[Endpoint] = await webhooks.call(webhooks.app.endpoints, caller.account)
         return {"object": "list", "data": [render_endpoint(e) for e in found]}
 
     @router.get("/{webhook_id}")
     async def get_webhook(webhook_id: str, caller: Caller) -> dict[str, Any]:
         caller.require("webhooks:read")
-        return render_endpoint(await call(webhooks.app.endpoint, caller.account, webhook_id))
+        return render_endpoint(
+            await webhooks.call(webhooks.app.endpoint, caller.account, webhook_id)
+        )
 
     @router.patch("/{webhook_id}")
     async def update_webhook(webhook_id: str, body: WebhookPatch, caller: Caller) -> dict[str, Any]:
         """Change the URL, the events, the description, or pause it (``enabled: false``)."""
         caller.require("webhooks:write")
-        await call(webhooks.app.endpoint, caller.account, webhook_id)
+        await webhooks.call(webhooks.app.endpoint, caller.account, webhook_id)
         if not body.model_fields_set:
             raise Refused(
                 400,
@@ -157,7 +156,7 @@ def build_router(
                 "name at least one of url, events, description, enabled",
                 code="invalid_argument",
             )
-        endpoint = await call(
+        endpoint = await webhooks.call(
             webhooks.app.update,
             caller.account,
             webhook_id,
@@ -173,7 +172,7 @@ def build_router(
     async def delete_webhook(webhook_id: str, caller: Caller) -> dict[str, Any]:
         """Delete it: nothing more is sent, pending deliveries are given up."""
         caller.require("webhooks:write")
-        await call(webhooks.app.remove, caller.account, webhook_id, now=time.time())
+        await webhooks.call(webhooks.app.remove, caller.account, webhook_id, now=time.time())
         return {"id": webhook_id, "object": "webhook", "deleted": True}
 
     @router.post("/{webhook_id}/rotate_secret")
@@ -182,7 +181,7 @@ def build_router(
     ) -> dict[str, Any]:
         """A new signing secret, shown this once; the old one may overlap for a while."""
         caller.require("webhooks:write")
-        rotated: Registered = await call(
+        rotated: Registered = await webhooks.call(
             webhooks.app.rotate_secret,
             caller.account,
             webhook_id,
@@ -197,7 +196,7 @@ def build_router(
     ) -> dict[str, Any]:
         """Send a ``ping`` (or a made-up run event) now; it is a delivery like any other."""
         caller.require("webhooks:write")
-        await call(webhooks.app.endpoint, caller.account, webhook_id)
+        await webhooks.call(webhooks.app.endpoint, caller.account, webhook_id)
         event_type = body.event if body else PING
         if event_type not in TEST_EVENT_TYPES:
             raise Refused(
@@ -212,7 +211,7 @@ def build_router(
         payload = encode_event(
             event_id, event_type, now, webhooks.sample(event_type, webhook_id, now), test=True
         )
-        delivery = await call(
+        delivery = await webhooks.call(
             webhooks.app.schedule_test,
             caller.account,
             webhook_id,
@@ -234,7 +233,7 @@ def build_router(
     ) -> dict[str, Any]:
         """The webhook's deliveries, newest first, every attempt with its outcome."""
         caller.require("webhooks:read")
-        found, token = await call(
+        found, token = await webhooks.call(
             webhooks.app.deliveries,
             caller.account,
             webhook_id,
@@ -252,7 +251,7 @@ def build_router(
     async def retry_delivery(webhook_id: str, delivery_id: str, caller: Caller) -> dict[str, Any]:
         """Send a succeeded or failed delivery again, with a fresh series of attempts."""
         caller.require("webhooks:write")
-        delivery = await call(
+        delivery = await webhooks.call(
             webhooks.app.requeue, caller.account, webhook_id, delivery_id, now=time.time()
         )
         webhooks.wake()

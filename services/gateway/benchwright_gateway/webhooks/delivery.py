@@ -212,10 +212,9 @@ class Webhooks:
         self._client: httpx.AsyncClient | None = None
         self._register_consumer(router, settings.max_deliver)
 
-    async def call[T](self, fn: Any, *args: Any, **kwargs: Any) -> T:
+    async def call[T](self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run an application call on the store's worker thread."""
-        result: T = await self.blocking.run(lambda: fn(*args, **kwargs))
-        return result
+        return await self.blocking.run(lambda: fn(*args, **kwargs))
 
     def wake(self) -> None:
         """Something is due now: look at the outbox without waiting for the poll."""
