@@ -420,8 +420,18 @@ def is_infrastructure(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (ConnectionError, TimeoutError, sqlite3.OperationalError)):
         return True
+    if _connection_terminated(exc):
+        return True
     name = f"{type(exc).__module__}.{type(exc).__name__}"
     return name.startswith("psycopg") and ("Operational" in name or "Interface" in name)
+
+
+def _connection_terminated(exc: BaseException) -> bool:
+    """PostgreSQL ended the session (an idle-in-transaction timeout, an administrator):
+    psycopg reports some of these as InternalError, which eventsourcing re-raises as
+    its own InternalError; the message is what says the connection, not the data, failed."""
+    text = str(exc).lower()
+    return "terminating connection" in text or "server closed the connection" in text
 
 
 def _is_unique_violation(exc: BaseException) -> bool:

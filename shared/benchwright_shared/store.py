@@ -90,6 +90,12 @@ def eventsourcing_env(settings: Settings, service: str, *, part: str = "events")
             "POSTGRES_POOL_SIZE": str(settings.postgres_pool_size),
             "POSTGRES_MAX_OVERFLOW": str(settings.postgres_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": "5",
+            # eventsourcing's default (5 s) kills a connection whose transaction sits
+            # idle that long. On a loaded 2-core machine a store thread can wait that
+            # long for the GIL between two statements of one batch (seen in CI: the
+            # next statement failed with "terminating connection"). The timeout only
+            # exists to free locks a vanished client held; a minute still does that.
+            "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": "60",
             **postgres_params(settings.database_url),
         }
     else:

@@ -5,6 +5,7 @@ Runs against SQLite and PostgreSQL, and against both NATS servers.
 
 import asyncio
 import json
+import time
 import uuid
 from typing import Any
 
@@ -20,6 +21,7 @@ from benchwright_shared.projection import Projection, ProjectionStore, ViewCurso
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
+from tests.conftest import machine_database_url
 
 pytestmark = pytest.mark.connected
 
@@ -205,3 +207,24 @@ def test_a_database_that_is_away_is_not_a_bad_message() -> None:
     assert is_infrastructure(ConnectionResetError())
     assert not is_infrastructure(ValueError("bad row"))
     assert not is_infrastructure(KeyError("task_id"))
+
+
+def test_a_connection_postgres_ended_is_not_a_bad_message() -> None:
+    """PostgreSQL ends a session idle in a transaction too long; psycopg calls that an
+    InternalError, which must not park the message a projection was applying."""
+    url = machine_database_url()
+    if url is None:
+        pytest.skip("needs the machine's PostgreSQL (BW_TEST_DATABASE_URL)")
+    import psycopg
+    from eventsourcing.persistence import InternalError
+
+    from benchwright_shared.projection import is_infrastructure
+
+    with psycopg.connect(url) as conn:
+        conn.execute("SET idle_in_transaction_session_timeout = '50ms'")
+        conn.execute("SELECT 1")  # opens the transaction
+        time.sleep(0.3)
+        with pytest.raises(psycopg.Error) as ended:
+            conn.execute("SELECT 1")
+    assert is_infrastructure(ended.value)
+    assert is_infrastructure(InternalError(str(ended.value)))
