@@ -268,8 +268,39 @@ class RunList(_Model):
     next_page_token: str | None = None
 
 
+class Interval(_Model):
+    """A 95% interval around an estimate: ``wilson`` for a pass rate, a (cluster)
+    bootstrap for a mean (``resamples`` drawn; ``clusters`` groups resampled whole)."""
+
+    low: float
+    high: float
+    method: str
+    resamples: int | None = None
+    clusters: int | None = None
+
+
+class SummaryIntervals(_Model):
+    """The intervals of a summary's pass rate and mean score, at ``level``."""
+
+    level: float = 0.95
+    pass_rate: Interval | None = None
+    mean_score: Interval | None = None
+
+
+class TrialVariance(_Model):
+    """How much a task's trials disagree: the mean, over the ``tasks`` with two or more
+    settled trials, of the sample variance of their scores."""
+
+    mean: float
+    tasks: int
+
+
 class TaskSummary(_Model):
-    """Aggregate results over all of a run's tasks (not just the returned page)."""
+    """Aggregate results over all of a run's tasks (not just the returned page).
+
+    ``pass_rate`` is over passed + failed; ``mean_score`` over the same tasks' scores;
+    ``intervals`` says how sure each is.
+    """
 
     total: int = 0
     passed: int = 0
@@ -278,6 +309,9 @@ class TaskSummary(_Model):
     # Of ``errored``, the tasks the platform failed (a lost sandbox, an unreachable proxy).
     infra_errored: int = 0
     pass_rate: float | None = None
+    mean_score: float | None = None
+    intervals: SummaryIntervals | None = None
+    trial_variance: TrialVariance | None = None
     duration_ms_p50: float | None = None
     duration_ms_p95: float | None = None
 

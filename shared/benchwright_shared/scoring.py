@@ -1,11 +1,13 @@
-"""How task outcomes add up: aggregators and the pass-rate summary.
+"""How task outcomes add up: aggregators and the run's summary (with its intervals).
 
 Shared because the orchestrator writes the summary into the log and the
 gateway recomputes it live from task rows; both must agree.
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
+
+from benchwright_shared.stats import LEVEL, bootstrap_mean, wilson, within_task_variance
 
 
 def outcome_for(score: float | None) -> str:
@@ -23,25 +25,62 @@ def percentile(sorted_values: list[int], pct: int) -> int | None:
     return sorted_values[rank - 1]
 
 
-def summarize(outcomes: Sequence[tuple[str, int] | tuple[str, int, bool]]) -> dict[str, Any]:
-    """Pass rate over passed + failed; errors stay out of the denominator.
+class Settled(NamedTuple):
+    """One aggregated task of a sweep, as a summary needs it."""
 
-    ``outcomes`` holds (outcome, duration_ms) per aggregated task, optionally with
-    a third item saying the error was the platform's (``benchwright_shared.outcomes``);
-    those are also counted as ``infra_errored``.
+    outcome: str
+    duration_ms: int
+    # The error was the platform's (``benchwright_shared.outcomes``).
+    infra: bool = False
+    score: float | None = None
+    # The row's group key (its ``category``: an MMLU subject): the unit a cluster
+    # bootstrap resamples.
+    group: str | None = None
+    trial_scores: tuple[float | None, ...] = ()
+    task_index: int = 0
+
+
+def summarize(outcomes: Sequence[Settled | tuple[Any, ...]]) -> dict[str, Any]:
+    """Counts, the pass rate over passed + failed (errors stay out of the denominator),
+    the mean score, and a 95% interval for each.
+
+    ``outcomes`` holds one ``Settled`` per aggregated task (a bare ``(outcome,
+    duration_ms[, infra])`` tuple is read as one). Rows are taken in index order so
+    that every caller resamples the same sequence (``benchwright_shared.stats``).
     """
-    passed = sum(1 for o in outcomes if o[0] == "pass")
-    failed = sum(1 for o in outcomes if o[0] == "fail")
-    errored = sum(1 for o in outcomes if o[0] == "err")
-    infra = sum(1 for o in outcomes if o[0] == "err" and len(o) > 2 and o[2])
-    durations = sorted(o[1] for o in outcomes)
+    rows = sorted(
+        (o if isinstance(o, Settled) else Settled(*o) for o in outcomes), key=lambda r: r.task_index
+    )
+    passed = sum(1 for o in rows if o.outcome == "pass")
+    failed = sum(1 for o in rows if o.outcome == "fail")
+    errored = sum(1 for o in rows if o.outcome == "err")
+    infra = sum(1 for o in rows if o.outcome == "err" and o.infra)
+    durations = sorted(o.duration_ms for o in rows)
+    scored = [o for o in rows if o.outcome != "err" and o.score is not None]
+    mean = bootstrap_mean([o.score for o in scored], [o.group for o in scored])  # type: ignore[misc]
+    pass_interval = wilson(passed, passed + failed)
     return {
-        "total": len(outcomes),
+        "total": len(rows),
         "passed": passed,
         "failed": failed,
         "errored": errored,
         "infra_errored": infra,
         "pass_rate": (passed / (passed + failed)) if passed + failed else None,
+        "mean_score": mean["estimate"] if mean else None,
+        "intervals": {
+            "level": LEVEL,
+            "pass_rate": (
+                {"low": pass_interval[0], "high": pass_interval[1], "method": "wilson"}
+                if pass_interval
+                else None
+            ),
+            "mean_score": (
+                {k: mean[k] for k in ("low", "high", "method", "resamples", "clusters")}
+                if mean
+                else None
+            ),
+        },
+        "trial_variance": within_task_variance([o.trial_scores for o in rows]),
         "duration_ms_p50": percentile(durations, 50),
         "duration_ms_p95": percentile(durations, 95),
     }

@@ -117,9 +117,9 @@ def test_the_latest_version_is_listed_by_default_and_an_earlier_one_on_request(
     assert {r["invocation"] for r in first} == {1}
     # The summary covers the same sweep as the rows.
     outcomes = store.read(lambda cur: views.task_outcomes(cur, RUN))
-    assert sorted(o for o, _, _ in outcomes) == sorted(r["outcome"] for r in latest)
+    assert sorted(o.outcome for o in outcomes) == sorted(r["outcome"] for r in latest)
     earlier = store.read(lambda cur: views.task_outcomes(cur, RUN, 1))
-    assert sorted(o for o, _, _ in earlier) == sorted(r["outcome"] for r in first)
+    assert sorted(o.outcome for o in earlier) == sorted(r["outcome"] for r in first)
 
 
 @pytest.mark.parametrize("sort", ["index", "-index", "score", "-score", "duration_ms",

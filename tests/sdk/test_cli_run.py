@@ -114,6 +114,10 @@ def test_an_unavailable_harness_bridge_shows_the_servers_reason(
         (["run", "x", "--gate", "pass_rate=1.5"], "--gate takes pass_rate=FRACTION"),
         (["run", "x", "--gate", "accuracy=0.5"], "--gate takes pass_rate=FRACTION"),
         (["run", "x", "--gate", "pass_rate=0.9", "--no-wait"], "--gate needs the run's result"),
+        (["run", "x", "--gate", "no-regression-vs=@latest"], "--gate no-regression-vs takes"),
+        (["run", "x", "--gate", "no-regression-vs="], "--gate no-regression-vs takes"),
+        (["run", "x", "--gate", "no-regression-vs=run_1,alpha=0.9"], "--gate no-regression-vs"),
+        (["run", "x", "--gate", "no-regression-vs=run_1,beta=0.1"], "--gate no-regression-vs"),
         (["run", "x", "--harness-task", "t"], "--harness-task needs --harness"),
         (["run", "x", "--benchmark", "GSM8K"], "`benchwright run` needs one of REQUEST"),
         (["run", "x", "--subset", "s"], "--subset and --impl pin a catalog entry"),
@@ -162,6 +166,103 @@ def test_gate_exits_on_the_aggregate_pass_rate_or_a_run_error(
         "held": code == 0,
     }
     assert verdict in as_json.stderr
+
+
+def comparison(outcome: str, regressed: int, fixed: int, p_value: float) -> dict[str, Any]:
+    text = f"{RUN_ID} is {outcome} than run_ref: {regressed} regressions vs {fixed} fixes"
+    return {
+        "object": "run_comparison",
+        "flips": {"fixed": fixed, "regressed": regressed},
+        "mcnemar": {"p_value": p_value},
+        "verdict": {"outcome": outcome, "text": text},
+    }
+
+
+@pytest.mark.parametrize(
+    ("outcome", "regressed", "fixed", "p_value", "code"),
+    [
+        ("worse", 12, 3, 0.035, 3),
+        ("no_significant_difference", 3, 2, 1.0, 0),
+        ("better", 0, 9, 0.004, 0),
+        ("no_common_tasks", 0, 0, 1.0, 3),
+    ],
+)
+def test_the_regression_gate_fails_only_a_significantly_worse_run(
+    runner: CliRunner,
+    gateway: FakeGateway,
+    outcome: str,
+    regressed: int,
+    fixed: int,
+    p_value: float,
+    code: int,
+) -> None:
+    script_run(gateway)
+    answer = comparison(outcome, regressed, fixed, p_value)
+    gateway.on("GET", "/v1/runs/run_ref/compare", httpx.Response(200, json=answer))
+    gate = "no-regression-vs=run_ref,alpha=0.01"
+    result = runner.invoke(app, [*PINNED, "--gate", gate, "-o", "json"])
+    assert result.exit_code == code, result.output
+    (asked,) = gateway.seen("GET", "/v1/runs/run_ref/compare")
+    assert dict(asked.url.params) == {"with": RUN_ID, "alpha": "0.01"}
+    document = json.loads(result.stdout)["gate"]
+    assert document == {
+        "metric": "no_regression",
+        "reference": "run_ref",
+        "alpha": 0.01,
+        "reference_run": "run_ref",
+        "outcome": outcome,
+        "regressed": regressed,
+        "fixed": fixed,
+        "p_value": p_value,
+        "held": code == 0,
+    }
+    assert f"gate {'held' if code == 0 else 'failed'}: {answer['verdict']['text']}" in result.stderr
+
+
+def test_a_parentless_run_fails_a_gate_against_its_parent(
+    runner: CliRunner, gateway: FakeGateway
+) -> None:
+    script_run(gateway)
+    result = runner.invoke(app, [*PINNED, "--gate", "no-regression-vs=@parent", "-o", "table"])
+    assert result.exit_code == 3, result.output
+    assert "gate failed: no run to compare with for @parent" in result.stdout
+
+
+def test_run_diff_prints_the_flips_and_the_verdict(runner: CliRunner, gateway: FakeGateway) -> None:
+    answer = {
+        "object": "run_comparison",
+        "a": {"id": "run_a"},
+        "b": {"id": "run_b"},
+        "tasks": {"common": 100, "judged": 98, "only_in_a": 0, "only_in_b": 2},
+        "flips": {"fixed": 3, "regressed": 12, "unchanged_pass": 80, "unchanged_fail": 3},
+        "errored": {"a_only": 0, "b_only": 2, "both": 0},
+        "pass_rate": {"a": 0.939, "b": 0.847, "difference": -0.092},
+        "mean_score": {
+            "a": 0.939,
+            "b": 0.847,
+            "difference": -0.092,
+            "interval": {"low": -0.15, "high": -0.03, "level": 0.95},
+        },
+        "mcnemar": {"p_value": 0.0352},
+        "verdict": {"outcome": "worse", "text": "run_b is worse than run_a: 12 vs 3, p = 0.035."},
+        "changes": [{"task_id": "t1", "change": "regressed"}],
+        "differences": [{"part": "model.model", "a": "m-1", "b": "m-2"}],
+    }
+    gateway.on("GET", "/v1/runs/run_a/compare", httpx.Response(200, json=answer))
+    table = runner.invoke(app, ["run", "diff", "run_a", "run_b", "--alpha", "0.1", "-o", "table"])
+    assert table.exit_code == 0, table.output
+    assert dict(gateway.seen("GET", "/v1/runs/run_a/compare")[0].url.params) == {
+        "with": "run_b",
+        "alpha": "0.1",
+    }
+    lines = table.stdout.splitlines()
+    assert any(line.split() == ["regressed", "12"] for line in lines)
+    assert "95% interval -0.150 to -0.030" in table.stdout
+    assert "differs: model.model  m-1 -> m-2" in table.stdout
+    assert lines[-1] == "run_b is worse than run_a: 12 vs 3, p = 0.035."
+    ndjson = runner.invoke(app, ["run", "diff", "run_a", "run_b", "-o", "ndjson"])
+    rows = [json.loads(line) for line in ndjson.stdout.splitlines()]
+    assert rows == [answer["changes"][0], answer["verdict"]]
 
 
 def test_the_gate_fails_a_run_without_a_pass_rate(runner: CliRunner, gateway: FakeGateway) -> None:

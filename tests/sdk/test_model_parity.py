@@ -51,7 +51,7 @@ from benchwright_shared.contracts import queries, run_events
 from benchwright_shared.contracts import registry as registry_views
 from benchwright_shared.contracts import registry_reads as read_views
 from benchwright_shared.contracts.queries import RunCost
-from benchwright_shared.scoring import summarize
+from benchwright_shared.scoring import Settled, summarize
 
 SDK_MODULES = (run_models, registry_models, build_models, webhook_models)
 
@@ -377,6 +377,15 @@ class Rendered:
     elsewhere: frozenset[str] = frozenset()
 
 
+# A summary of tasks in two groups, one of them tried twice: every key filled.
+SUMMARY = summarize(
+    [
+        Settled("pass", 10, score=1.0, group="a", trial_scores=(1.0, 0.0), task_index=0),
+        Settled("fail", 12, score=0.0, group="b", trial_scores=(0.0, 0.0), task_index=1),
+        Settled("pass", 11, score=1.0, group="b", trial_scores=(1.0, 1.0), task_index=2),
+    ]
+)
+
 RENDERED = [
     Rendered(
         run_models.Run,
@@ -391,6 +400,12 @@ RENDERED = [
     Rendered(run_models.Money, costs("sandbox", "driver", "incurred", "billed")),
     Rendered(run_models.LLMSpend, costs("model", "narration", "proxy_linger")),
     Rendered(run_models.TaskSummary, lambda: [summarize([("pass", 10), ("err", 5, True)])]),
+    Rendered(run_models.SummaryIntervals, lambda: [SUMMARY["intervals"]]),
+    Rendered(
+        run_models.Interval,
+        lambda: [SUMMARY["intervals"]["pass_rate"], SUMMARY["intervals"]["mean_score"]],
+    ),
+    Rendered(run_models.TrialVariance, lambda: [SUMMARY["trial_variance"]]),
     Rendered(run_models.TaskRow, rendered_tasks),
     Rendered(run_models.TrialResult, rendered_trials),
     Rendered(webhook_models.Webhook, rendered_webhooks),

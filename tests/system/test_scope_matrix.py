@@ -145,6 +145,9 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "runs:read", "/v1/runs/{run}/fingerprint", owned=True
     ),
     ("GET", "/v1/runs/{run_id}/stream"): Entry("runs:read", "/v1/runs/{run}/stream", owned=True),
+    ("GET", "/v1/runs/{run_id}/compare"): Entry(
+        "runs:read", "/v1/runs/{run}/compare?with={run}", owned=True
+    ),
     ("GET", "/v1/runs/{run_id}/narrate"): Entry("runs:read", "/v1/runs/{run}/narrate", owned=True),
     # Artifacts and the report.
     ("GET", "/v1/runs/{run_id}/artifacts"): Entry(

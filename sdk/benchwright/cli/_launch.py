@@ -11,14 +11,18 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._models import TaskSummary
+from .._models import Run, TaskSummary
 from ._common import EXIT_USAGE, fail
+
+if TYPE_CHECKING:
+    from .._client import Benchwright
 
 __all__ = [
     "Gate",
     "GateVerdict",
+    "RegressionGate",
     "git_commit",
     "harness_metadata",
     "invocation_key",
@@ -89,35 +93,20 @@ def parse_phase_models(values: list[str]) -> dict[str, str] | None:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """How a finished run measured against its gate."""
+    """How a finished run measured against its gate: whether it held, one line that
+    says why, and the figures behind it (``document``)."""
 
-    metric: str
-    threshold: float
-    value: float | None
-    run_ok: bool
-
-    @property
-    def held(self) -> bool:
-        """Whether the run ended ok with the metric at or above the threshold."""
-        return self.run_ok and self.value is not None and self.value >= self.threshold
+    held: bool
+    text: str
+    figures: Mapping[str, Any]
 
     def line(self) -> str:
         """``gate held: pass_rate 0.950 >= 0.900`` (or why it did not hold)."""
-        shown = "none" if self.value is None else f"{self.value:.3f}"
-        if not self.run_ok:
-            return f"gate failed: the run ended in error ({self.metric} {shown})"
-        if self.held:
-            return f"gate held: {self.metric} {shown} >= {self.threshold:.3f}"
-        return f"gate failed: {self.metric} {shown} < {self.threshold:.3f}"
+        return self.text
 
     def document(self) -> dict[str, Any]:
         """The verdict as JSON-ready data."""
-        return {
-            "metric": self.metric,
-            "threshold": self.threshold,
-            "value": self.value,
-            "held": self.held,
-        }
+        return {**self.figures, "held": self.held}
 
 
 @dataclass(frozen=True)
@@ -127,28 +116,130 @@ class Gate:
     metric: str
     threshold: float
 
-    def check(self, summary: TaskSummary, run_ok: bool) -> GateVerdict:
+    def check(self, bw: Benchwright, run: Run, summary: TaskSummary, run_ok: bool) -> GateVerdict:
         """Measure a finished run's task summary."""
-        value = getattr(summary, self.metric, None)
-        return GateVerdict(
-            self.metric, self.threshold, None if value is None else float(value), run_ok
-        )
+        found = getattr(summary, self.metric, None)
+        value = None if found is None else float(found)
+        shown = "none" if value is None else f"{value:.3f}"
+        held = run_ok and value is not None and value >= self.threshold
+        if not run_ok:
+            text = f"gate failed: the run ended in error ({self.metric} {shown})"
+        elif held:
+            text = f"gate held: {self.metric} {shown} >= {self.threshold:.3f}"
+        else:
+            text = f"gate failed: {self.metric} {shown} < {self.threshold:.3f}"
+        figures = {"metric": self.metric, "threshold": self.threshold, "value": value}
+        return GateVerdict(held, text, figures)
 
 
-def parse_gate(value: str) -> Gate:
-    """``METRIC=THRESHOLD``; ``pass_rate`` takes a fraction between 0 and 1."""
-    metric, eq, number = value.partition("=")
+# What ``no-regression-vs=`` may name besides a run id.
+REFERENCES = ("@baseline", "@parent")
+
+
+@dataclass(frozen=True)
+class RegressionGate:
+    """``no-regression-vs=REF,alpha=0.05``: the run must not be significantly worse
+    than REF on the tasks both ran (``bw.runs.compare``: McNemar's exact test on the
+    flips, a paired bootstrap of the mean score).
+
+    REF is a run id, ``@parent`` (the run this replay or fork derives from), or
+    ``@baseline`` (your newest finished run of the same benchmark and subset whose
+    metadata says ``purpose: baseline`` or ``baseline: true``). A comparison with no
+    shared scored task fails the gate: it cannot show there was no regression.
+    """
+
+    reference: str
+    alpha: float = 0.05
+
+    def check(self, bw: Benchwright, run: Run, summary: TaskSummary, run_ok: bool) -> GateVerdict:
+        figures: dict[str, Any] = {
+            "metric": "no_regression",
+            "reference": self.reference,
+            "alpha": self.alpha,
+        }
+        if not run_ok:
+            return GateVerdict(False, "gate failed: the run ended in error", figures)
+        reference = self._resolve(bw, run)
+        if reference is None:
+            text = f"gate failed: no run to compare with for {self.reference}"
+            return GateVerdict(False, text, figures)
+        found = bw.runs.compare(reference, run.id, alpha=self.alpha)
+        verdict = found["verdict"]
+        figures |= {
+            "reference_run": reference,
+            "outcome": verdict["outcome"],
+            "regressed": found["flips"]["regressed"],
+            "fixed": found["flips"]["fixed"],
+            "p_value": found["mcnemar"]["p_value"],
+        }
+        held = verdict["outcome"] not in ("worse", "no_common_tasks")
+        return GateVerdict(held, f"gate {'held' if held else 'failed'}: {verdict['text']}", figures)
+
+    def _resolve(self, bw: Benchwright, run: Run) -> str | None:
+        if self.reference == "@parent":
+            return run.derived_from
+        if self.reference != "@baseline":
+            return self.reference
+        benchmark = run.benchmark.id if run.benchmark else None
+        subset = run.subset.id if run.subset else None
+        page_token = None
+        for _ in range(20):  # the newest 1,000 runs of the benchmark
+            page = bw.runs.list(
+                {"benchmark": benchmark, "status": "ok"} if benchmark else {"status": "ok"},
+                limit=50,
+                page_token=page_token,
+            )
+            for candidate in page.data:
+                metadata: Mapping[str, Any] = candidate.metadata or {}
+                marked = metadata.get("purpose") == "baseline" or metadata.get("baseline") is True
+                same_subset = candidate.subset is not None and candidate.subset.id == subset
+                if marked and same_subset and candidate.id != run.id:
+                    return candidate.id
+            page_token = page.next_page_token
+            if not page_token:
+                return None
+        return None
+
+
+def parse_gate(value: str) -> Gate | RegressionGate:
+    """``pass_rate=FRACTION`` (a fraction between 0 and 1), or
+    ``no-regression-vs=REF[,alpha=A]`` (``RegressionGate``)."""
+    metric, eq, rest = value.partition("=")
     metric = metric.strip()
+    if metric == "no-regression-vs":
+        return _parse_regression_gate(value, rest)
     try:
-        threshold = float(number)
+        threshold = float(rest)
     except ValueError:
         threshold = -1.0
     if not eq or metric not in GATE_METRICS or not 0 <= threshold <= 1:
         fail(
-            f"--gate takes {'|'.join(GATE_METRICS)}=FRACTION, e.g. pass_rate=0.90 (got {value!r})",
+            f"--gate takes {'|'.join(GATE_METRICS)}=FRACTION or no-regression-vs=RUN[,alpha=A], "
+            f"e.g. pass_rate=0.90 (got {value!r})",
             code=EXIT_USAGE,
         )
     return Gate(metric, threshold)
+
+
+def _parse_regression_gate(value: str, rest: str) -> RegressionGate:
+    reference, *options = [part.strip() for part in rest.split(",")]
+    alpha = 0.05
+    bad = not reference or (reference.startswith("@") and reference not in REFERENCES)
+    for option in options:
+        name, eq, number = option.partition("=")
+        try:
+            alpha = float(number) if name.strip() == "alpha" and eq else -1.0
+        except ValueError:
+            alpha = -1.0
+        bad = bad or not 0 < alpha <= 0.5
+    if bad:
+        fail(
+            "--gate no-regression-vs takes a run id, @baseline or @parent, and optionally "
+            "alpha=A with 0 < A <= 0.5, e.g. no-regression-vs=@baseline,alpha=0.05 "
+            f"(got {value!r})",
+            code=EXIT_USAGE,
+        )
+    return RegressionGate(reference, alpha)
 
 
 def harness_metadata(harness: str | None, task: str | None) -> dict[str, Any]:

@@ -19,11 +19,12 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from .._models import Money, Run, RunEvent, RunList, TaskList, TaskSummary
+from .._models import AttrDict, Money, Run, RunEvent, RunList, TaskList, TaskSummary
 
 __all__ = [
     "RunProgress",
     "checklist",
+    "comparison_table",
     "key_value_table",
     "money_text",
     "run_table",
@@ -59,7 +60,24 @@ def _ms(value: float | None) -> str:
 
 
 def _rate(summary: TaskSummary) -> str:
-    return "-" if summary.pass_rate is None else f"{summary.pass_rate:.1%}"
+    """``82.0%, 95% CI 76.1-86.8%`` when the summary has its interval."""
+    if summary.pass_rate is None:
+        return "-"
+    interval = summary.intervals.pass_rate if summary.intervals else None
+    if interval is None:
+        return f"{summary.pass_rate:.1%}"
+    level = summary.intervals.level if summary.intervals else 0.95
+    return f"{summary.pass_rate:.1%}, {level:.0%} CI {interval.low:.1%}-{interval.high:.1%}"
+
+
+def _mean_score(summary: TaskSummary) -> str:
+    if summary.mean_score is None:
+        return "-"
+    interval = summary.intervals.mean_score if summary.intervals else None
+    if interval is None:
+        return f"{summary.mean_score:.3f}"
+    clustered = f", {interval.clusters} groups" if interval.clusters else ""
+    return f"{summary.mean_score:.3f} ({interval.low:.3f}-{interval.high:.3f}{clustered})"
 
 
 def summary_line(summary: TaskSummary) -> str:
@@ -102,6 +120,12 @@ def run_table(run: Run, summary: TaskSummary | None = None) -> Table:
             ("errored", summary.errored),
             *([("by the platform", summary.infra_errored)] if summary.infra_errored else []),
             ("pass rate", _rate(summary)),
+            ("mean score", _mean_score(summary)),
+            *(
+                [("trial variance", f"{summary.trial_variance.mean:.3f}")]
+                if summary.trial_variance
+                else []
+            ),
             ("p50 / p95", f"{_ms(summary.duration_ms_p50)} / {_ms(summary.duration_ms_p95)}"),
         ]
     rows.append(("cost (billed)", _money(run.cost.billed or run.cost.incurred)))
@@ -286,3 +310,52 @@ class RunProgress:
             if data.get("error_type"):
                 message += f" ({data.get('error_type')}: {data.get('detail')})"
             self._line(message, "green" if status == "ok" else "red")
+
+
+def _signed(value: float | None, pattern: str = "{:+.3f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def comparison_table(found: AttrDict) -> Table:
+    """``run diff``: the shared tasks, the flips, the rates, McNemar and what differs."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    tasks, flips, errored = found["tasks"], found["flips"], found["errored"]
+    rates, mean = found["pass_rate"], found["mean_score"]
+    interval = mean.get("interval")
+    rows: list[tuple[str, Any]] = [
+        ("A", found["a"]["id"]),
+        ("B", found["b"]["id"]),
+        ("shared tasks", f"{tasks['common']} ({tasks['judged']} scored by both)"),
+        ("only in A / B", f"{tasks['only_in_a']} / {tasks['only_in_b']}"),
+        ("fixed", flips["fixed"]),
+        ("regressed", flips["regressed"]),
+        ("unchanged", f"{flips['unchanged_pass']} pass, {flips['unchanged_fail']} fail"),
+        (
+            "errored",
+            f"A only {errored['a_only']}, B only {errored['b_only']}, both {errored['both']}",
+        ),
+        (
+            "pass rate",
+            f"{_signed(rates['a'], '{:.1%}')} -> {_signed(rates['b'], '{:.1%}')} "
+            f"({_signed(rates['difference'], '{:+.1%}')})",
+        ),
+        (
+            "mean score",
+            f"{_signed(mean['a'], '{:.3f}')} -> {_signed(mean['b'], '{:.3f}')} "
+            f"({_signed(mean['difference'])}"
+            + (
+                f", {interval['level']:.0%} interval "
+                f"{interval['low']:+.3f} to {interval['high']:+.3f})"
+                if interval
+                else ")"
+            ),
+        ),
+        ("McNemar p", f"{found['mcnemar']['p_value']:.3g}"),
+    ]
+    for part in found.get("differences", []):
+        rows.append((f"differs: {part['part']}", f"{part['a']} -> {part['b']}"))
+    for key, value in rows:
+        table.add_row(key, _text(value))
+    return table

@@ -160,6 +160,19 @@ class Runs:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""
         return self._http.send(RunCalls.fingerprint(run_id))
 
+    def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> AttrDict:
+        """Run ``other`` (B) against ``run_id`` (A), paired over the tasks both ran.
+
+        The answer has ``flips`` (fixed / regressed / unchanged), ``errored`` and the
+        tasks only one run has, ``pass_rate`` and ``mean_score`` of each over the shared
+        tasks (the difference with a paired bootstrap interval at ``1 - alpha``),
+        ``mcnemar`` (its exact p-value), a ``verdict`` (``outcome``: worse, better,
+        no_significant_difference, no_common_tasks; and ``text``), the ``changes`` task
+        by task, and the ``differences`` between the runs (model, impl, tasks, phase
+        fingerprints, sampling config).
+        """
+        return self._http.send(RunCalls.compare(run_id, other, alpha))
+
     def blocked_hosts(self, run_id: str) -> builtins.list[AttrDict]:
         """Hosts this run's sandboxes were refused, with counts (see ``bw.host_policy``)."""
         return self._http.send(RunCalls.blocked_hosts(run_id))

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchwright_gateway.comparison import TaskResult
 from benchwright_shared.contracts.run_events import (
     AtomizeArtifact,
     BenchmarkResolved,
@@ -28,6 +29,7 @@ from benchwright_shared.contracts.run_events import (
 from benchwright_shared.outcomes import is_infra_error
 from benchwright_shared.projection import Projection, ViewCursor
 from benchwright_shared.run_log import run_event_table, run_event_type
+from benchwright_shared.scoring import Settled
 
 OUTPUT_PREVIEW_CHARS = 200
 # Messages after which a run may show its terminal status (``RunsProjection._settle``).
@@ -36,7 +38,7 @@ SETTLING = frozenset({run_event_type(MaterializeTaskAggregated), run_event_type(
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 6
+    version = 7
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -58,7 +60,8 @@ class RunsProjection(Projection):
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
             "task_id TEXT NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
             "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
-            "trial_scores TEXT, PRIMARY KEY (run_id, invocation, idx)"
+            # ``grp``: the row's group key (its category), for the summary's intervals.
+            "trial_scores TEXT, grp TEXT, PRIMARY KEY (run_id, invocation, idx)"
         ),
         # One row per trial of a task: the task row above holds the latest trial's
         # output and the aggregate; these keep each trial's own result.
@@ -344,6 +347,7 @@ def _aggregated_row(run_id: str, d: dict[str, Any]) -> list[Any]:
         d.get("score"),
         d["outcome"],
         json.dumps(d.get("trial_scores") or []),
+        d.get("group"),
     ]
 
 
@@ -389,10 +393,10 @@ TASK_UPSERTS = {
         "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta"
     ),
     "aggregated": (
-        "INSERT INTO {tasks} (run_id, invocation, idx, task_id, score, outcome, trial_scores) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
+        "INSERT INTO {tasks} (run_id, invocation, idx, task_id, score, outcome, trial_scores, "
+        "grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
         "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
-        "trial_scores = excluded.trial_scores"
+        "trial_scores = excluded.trial_scores, grp = excluded.grp"
     ),
 }
 
@@ -559,21 +563,41 @@ def task_trials(
     return found
 
 
-def task_outcomes(
-    cur: ViewCursor, run_id: str, version: int | None = None
-) -> list[tuple[str, int, bool]]:
-    """(outcome, duration_ms, infra) of every settled task of one sweep (the latest)."""
+def task_outcomes(cur: ViewCursor, run_id: str, version: int | None = None) -> list[Settled]:
+    """Every settled task of one sweep (the latest), as its summary needs it."""
     tasks = cur.table("tasks")
     sql = (
-        f"SELECT outcome, duration_ms, error_type FROM {tasks} WHERE run_id = ? "
-        "AND outcome IS NOT NULL AND invocation = "
+        f"SELECT idx, outcome, duration_ms, error_type, score, grp, trial_scores FROM {tasks} "
+        "WHERE run_id = ? AND outcome IS NOT NULL AND invocation = "
     )
     if version is None:
         cur.execute(sql + _latest(tasks), [run_id, run_id])
     else:
         cur.execute(sql + "?", [run_id, version])
     return [
-        (r["outcome"], int(r["duration_ms"] or 0), is_infra_error(r["error_type"]))
+        Settled(
+            outcome=r["outcome"],
+            duration_ms=int(r["duration_ms"] or 0),
+            infra=is_infra_error(r["error_type"]),
+            score=r["score"],
+            group=r["grp"],
+            trial_scores=tuple(json.loads(r["trial_scores"] or "[]")),
+            task_index=int(r["idx"]),
+        )
+        for r in cur.fetchall()
+    ]
+
+
+def task_results(cur: ViewCursor, run_id: str) -> list[TaskResult]:
+    """Every settled task of the run's latest sweep, for a paired comparison."""
+    tasks = cur.table("tasks")
+    cur.execute(
+        f"SELECT task_id, idx, outcome, score, grp FROM {tasks} WHERE run_id = ? "
+        f"AND outcome IS NOT NULL AND invocation = {_latest(tasks)}",
+        [run_id, run_id],
+    )
+    return [
+        TaskResult(r["task_id"], int(r["idx"]), r["outcome"], r["score"], r["grp"])
         for r in cur.fetchall()
     ]
 

@@ -21,7 +21,7 @@ from benchwright_shared.contracts import TaskOutcome
 from benchwright_shared.fingerprint import load_bearing, run_fingerprint
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.outcomes import is_infra_error
-from benchwright_shared.scoring import DEFAULT_TRIALS, aggregate, summarize
+from benchwright_shared.scoring import DEFAULT_TRIALS, Settled, aggregate, summarize
 from benchwright_shared.visibility import publish_problem
 
 __all__ = [
@@ -205,6 +205,8 @@ class Run(Aggregate):
             self.aggregated = {}
             # index -> True: a dict, because snapshots are stored as JSON.
             self._infra_errored: dict[str, bool] = {}
+            # index -> [score, group, trial scores] (see ``task_aggregated``).
+            self._aggregated_detail: dict[str, list[Any]] = {}
 
     @event("PhaseCompleted")
     def complete_phase(self, phase: str, duration_ms: int) -> None:
@@ -553,23 +555,33 @@ class Run(Aggregate):
                 trial_scores=[v[0] for v in ordered],
                 aggregator=self.trials["aggregator"]["name"],
                 infra=outcome == "err" and any(is_infra_error(_error_type(v)) for v in ordered),
+                group=r.group,
             )
         return recorded
 
-    def outcomes(self) -> list[tuple[str, int, bool]]:
-        """(outcome, duration_ms, infra) of every aggregated task of this sweep.
+    def outcomes(self) -> list[Settled]:
+        """Every aggregated task of this sweep, as its summary needs it.
 
         A task's duration is its slowest trial: the trials ran side by side.
         """
         infra = self.infra_errored
-        return [
-            (
-                outcome,
-                max((int(v[2]) for v in self.trial_results.get(index, {}).values()), default=0),
-                index in infra,
+        detail: dict[str, list[Any]] = getattr(self, "_aggregated_detail", {})  # older: none
+        settled = []
+        for index, outcome in self.aggregated.items():
+            score, group, trial_scores = detail.get(index, (None, None, []))
+            trials = self.trial_results.get(index, {}).values()
+            settled.append(
+                Settled(
+                    outcome=outcome,
+                    duration_ms=max((int(v[2]) for v in trials), default=0),
+                    infra=index in infra,
+                    score=score,
+                    group=group,
+                    trial_scores=tuple(trial_scores),
+                    task_index=int(index),
+                )
             )
-            for index, outcome in self.aggregated.items()
-        ]
+        return settled
 
     def summary(self) -> dict[str, Any]:
         return summarize(self.outcomes())
@@ -612,9 +624,14 @@ class Run(Aggregate):
         trial_scores: list[float | None],
         aggregator: str,
         infra: bool = False,
+        group: str | None = None,
     ) -> None:
         if invocation == self.invocations.get("materialize"):
             self.aggregated[str(index)] = outcome
+            # Kept beside ``aggregated`` (whose shape older snapshots fix) for the
+            # summary's intervals.
+            detail = self.__dict__.setdefault("_aggregated_detail", {})
+            detail[str(index)] = [score, group, list(trial_scores)]
             if infra:
                 self._infra_errored = {**getattr(self, "_infra_errored", {}), str(index): True}
 

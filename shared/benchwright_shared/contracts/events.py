@@ -93,6 +93,8 @@ class TaskOutcome(BaseModel):
     error_type: str | None = None
     error: str | None = None
     duration_ms: int = 0
+    # The row's ``category`` (an MMLU subject), when it has one.
+    group: str | None = None
 
 
 class SandboxTaskResults(Contract):

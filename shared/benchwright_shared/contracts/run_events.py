@@ -284,6 +284,8 @@ class MaterializeTaskAggregated(_Data):
     aggregator: str = "any_pass"
     # The task ended err because the platform failed it (``benchwright_shared.outcomes``).
     infra: bool = False
+    # The row's ``category`` (an MMLU subject): intervals resample whole groups.
+    group: str | None = None
 
 
 class ReportFile(_Data):

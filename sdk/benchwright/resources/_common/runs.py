@@ -175,6 +175,11 @@ class RunCalls:
         return Call("GET", run_path(run_id, "fingerprint"), parse_dict)
 
     @staticmethod
+    def compare(run_id: str, other: str, alpha: float) -> Call[AttrDict]:
+        params: dict[str, str | float] = {"with": other, "alpha": alpha}
+        return Call("GET", run_path(run_id, "compare"), parse_dict, params=params)
+
+    @staticmethod
     def blocked_hosts(run_id: str) -> Call[builtins.list[AttrDict]]:
         return Call("GET", run_path(run_id, "blocked-hosts"), parse_list)
 

@@ -39,7 +39,8 @@ def render_report(run: dict[str, Any], tasks: list[dict[str, Any]]) -> str:
         ("Model", f"{model.get('provider', '')}/{model.get('model', '')}"),
         ("Backend", run.get("backend")),
         ("Passed", f"{summary.get('passed', 0)} / {summary.get('total', 0)}"),
-        ("Pass rate", f"{(summary.get('pass_rate') or 0):.1%}"),
+        ("Pass rate", _with_interval(summary, "pass_rate", "{:.1%}")),
+        ("Mean score", _with_interval(summary, "mean_score", "{:.3f}")),
         ("Cost (incurred)", _money(cost, "incurred")),
         ("Fingerprint", run.get("fingerprint")),
         ("Started", run.get("created_at")),
@@ -64,3 +65,17 @@ def render_report(run: dict[str, Any], tasks: list[dict[str, Any]]) -> str:
         f"<th>error</th><th>ms</th></tr>{task_rows}</table>"
         "<p class='muted'>Generated from the run's event log.</p></body></html>"
     )
+
+
+def _with_interval(summary: dict[str, Any], name: str, pattern: str) -> str:
+    """``82.0% (95% CI 76.1% to 86.8%)``, or ``-`` when the run has no such figure."""
+    value = summary.get(name)
+    if value is None:
+        return "-"
+    intervals = summary.get("intervals") or {}
+    interval = intervals.get(name)
+    if not interval:
+        return pattern.format(value)
+    level = f"{float(intervals.get('level') or 0.95):.0%}"
+    low, high = pattern.format(interval["low"]), pattern.format(interval["high"])
+    return f"{pattern.format(value)} ({level} CI {low} to {high}, {interval['method']})"

@@ -95,6 +95,8 @@ def _run(
     try:
         row = task.extract(data_path, index)
         result["task_id"] = str(row.get("task_id", index))
+        if isinstance(row.get("category"), str):
+            result["group"] = row["category"]
         stage = produce_stage
         output = produce(row)
         output = output if isinstance(output, str) else json.dumps(output)

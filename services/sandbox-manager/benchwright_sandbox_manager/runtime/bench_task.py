@@ -193,11 +193,15 @@ class BenchTask:
     def extract(self, path: str, index: int) -> dict[str, Any]:
         rows = self._load_rows(path)
         row = rows[index]
-        return {
+        extracted = {
             "task_id": str(row.get("task_id", index)),
             "input": row.get("input"),
             "expected": row.get("expected"),
         }
+        # The row's group (an MMLU subject): the summary's intervals resample by it.
+        if isinstance(row.get("category"), str):
+            extracted["category"] = row["category"]
+        return extracted
 
     def solve(self, index: int, input: Any) -> str:
         raise NotImplementedError

@@ -127,9 +127,12 @@ GateOption = Annotated[
     str | None,
     typer.Option(
         "--gate",
-        metavar="pass_rate=FRACTION",
-        help="Exit 3 unless the run's aggregate pass rate (over all its tasks, not per "
-        "task) reaches FRACTION; exit 1 if the run errors. For CI.",
+        metavar="pass_rate=FRACTION|no-regression-vs=RUN[,alpha=A]",
+        help="For CI. pass_rate=FRACTION: exit 3 unless the run's aggregate pass rate "
+        "(over all its tasks, not per task) reaches FRACTION. no-regression-vs=RUN: exit 3 "
+        "when the run is significantly worse than RUN (an id, @baseline or @parent) on the "
+        "tasks both ran (McNemar's exact test at alpha, default 0.05). Exit 1 if the run "
+        "errors.",
         show_default=False,
     ),
 ]

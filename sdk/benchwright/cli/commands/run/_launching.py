@@ -28,6 +28,7 @@ from ..._common import (
 )
 from ..._launch import (
     Gate,
+    RegressionGate,
     harness_metadata,
     invocation_key,
     parse_gate,
@@ -276,7 +277,7 @@ def fork(
         _attach(bw, forked, key, fmt, no_wait, checked_gate)
 
 
-def _check_wait_flags(gate: str | None, no_wait: bool) -> Gate | None:
+def _check_wait_flags(gate: str | None, no_wait: bool) -> Gate | RegressionGate | None:
     if gate is not None and no_wait:
         fail("--gate needs the run's result: drop --no-wait", code=EXIT_USAGE)
     return parse_gate(gate) if gate is not None else None
@@ -297,7 +298,7 @@ def _attach(
     key: str,
     fmt: OutputFormat,
     no_wait: bool,
-    gate: Gate | None,
+    gate: Gate | RegressionGate | None,
 ) -> None:
     """Remember the run as @last, then print its id or follow it; exits with its verdict."""
     reattached = _profiles.recalled_launch(key) == run.id
@@ -326,7 +327,7 @@ def _attach(
         )
         raise typer.Exit(130) from None
     run_ok = final.status == "ok"
-    verdict = gate.check(summary, run_ok) if gate is not None else None
+    verdict = gate.check(bw, final, summary, run_ok) if gate is not None else None
     document: dict[str, Any] = {"run": dump(final), "summary": dump(summary)}
     if verdict is not None:
         document["gate"] = verdict.document()

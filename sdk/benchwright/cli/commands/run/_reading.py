@@ -19,10 +19,10 @@ from ..._common import (
     output_format,
     resolve_run_id,
 )
-from ..._render import run_table, runs_table, tasks_table
+from ..._render import comparison_table, run_table, runs_table, tasks_table
 from ._group import RunId, Status, TruthValue, echo_link, run_app
 
-__all__ = ["ls", "show", "tasks"]
+__all__ = ["diff", "ls", "show", "tasks"]
 
 
 @run_app.command("show")
@@ -106,3 +106,26 @@ def ls(
             typer.echo(f"more runs: --page-token {page.next_page_token}")
 
     emit(dump(page), fmt, table=table, items=[dump(r) for r in page.data])
+
+
+@run_app.command("diff")
+@handle_errors
+def diff(
+    run_a: Annotated[str, typer.Argument(metavar="A", help="The reference run (id or 'last').")],
+    run_b: Annotated[str, typer.Argument(metavar="B", help="The run compared with A.")],
+    alpha: Annotated[
+        float, typer.Option(min=0.0001, max=0.5, help="Significance level of the verdict.")
+    ] = 0.05,
+    output: OutputOption = None,
+) -> None:
+    """Compare run B with run A task by task: flips, McNemar's p, the mean difference
+    with its interval, a verdict, and what differs between the runs."""
+    fmt = output_format(output)
+    with get_client() as bw:
+        found = bw.runs.compare(resolve_run_id(bw, run_a), resolve_run_id(bw, run_b), alpha=alpha)
+
+    def table() -> None:
+        Console(highlight=False).print(comparison_table(found))
+        typer.echo(found.verdict.text)
+
+    emit(dict(found), fmt, table=table, items=[*found.get("changes", []), found.verdict])
