@@ -328,6 +328,8 @@ class TrialResult(_Model):
     outcome: str | None = None
     error_type: str | None = None
     duration_ms: int | None = None
+    # The trial's model calls as the proxy metered them; None when none was.
+    cost: LLMSpend | None = None
     output_preview: str | None = None
     output: Any = None
     score_meta: AttrDict = Field(default_factory=AttrDict)
@@ -353,6 +355,8 @@ class TaskRow(_Model):
     output_preview: str | None = None
     error_type: str | None = None
     duration_ms: int | None = None
+    # The task's model spend over all its trials (``limits.task.cost`` bounds it).
+    cost: LLMSpend | None = None
     trials: list[TrialResult] = Field(default_factory=list)
 
 

@@ -3,10 +3,8 @@ older ``constraints`` spelling that sets the same run-level ceilings.
 
 Adapted in the request and the model: the guide's ``request="..."`` is a GSM8K
 request, served by a fake OpenAI-compatible model. The printed launch includes
-``task.cost``, which needs per-task cost attribution (the proxy metering calls per
-task); until that lands the platform refuses it rather than store a ceiling it
-cannot enforce, so that test is a strict xfail: it turns into a failure, to be
-un-marked, the day the launch is accepted.
+``task.cost``, which the proxy enforces per task (it meters every call by the task
+and trial the scorer runtime names).
 """
 
 from collections.abc import Iterator
@@ -33,11 +31,6 @@ def model() -> Iterator[ChatOracleServer]:
     server.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BadRequestError,
-    reason="limits.task.cost needs per-task cost attribution; refused until it lands",
-)
 async def test_the_guides_launch_with_every_level(bw: Benchwright, model: ChatOracleServer) -> None:
     def launch() -> Any:
         return bw.runs.launch(
@@ -52,7 +45,9 @@ async def test_the_guides_launch_with_every_level(bw: Benchwright, model: ChatOr
 
     run = await offthread(launch)
     done = await offthread(bw.runs.wait, run.id, timeout=RUN_TIMEOUT)
-    assert done.status == "ok"
+    assert done.status == "ok", (done.error, done.halt_reason)
+    assert done.limits is not None and done.limits.task.cost == 0.5
+    assert done.summary is not None and done.summary.total == 50  # run.tasks caps
 
 
 async def test_the_enforceable_ceilings_and_the_older_spelling_agree(
@@ -81,6 +76,6 @@ async def test_the_enforceable_ceilings_and_the_older_spelling_agree(
     assert limited.limits.run.cost == older.limits.run.cost == 5.0
     assert limited.limits.run.duration == older.limits.run.duration == 600.0
     with pytest.raises(BadRequestError) as refused:
-        await offthread(launch, limits={"task": {"cost": 0.5}})
+        await offthread(launch, limits={"attempt": {"attempts": 2}})
     assert refused.value.field == "limits"
     assert "cannot be enforced" in str(refused.value)

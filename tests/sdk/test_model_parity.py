@@ -278,11 +278,21 @@ def task_row(**sparse: Any) -> dict[str, Any]:
         "error": "took too long",
         "duration_ms": 1200,
         "score_meta": json.dumps({"extracted": "42"}),
+        "cost_micros": 1500,
+        "calls": 1,
+        "prompt_tokens": 30,
+        "completion_tokens": 4,
     }
     return {**row, **sparse}
 
 
-SPARSE_TASK = {"score": None, "outcome": None, "output": None, "error_type": None}
+SPARSE_TASK = {
+    "score": None,
+    "outcome": None,
+    "output": None,
+    "error_type": None,
+    "cost_micros": None,
+}
 
 
 def rendered_trials() -> list[dict[str, Any]]:
@@ -398,7 +408,13 @@ RENDERED = [
     Rendered(run_models.RunLinks, nested("links", rendered_runs)),
     Rendered(run_models.RunCost, nested("cost", rendered_runs)),
     Rendered(run_models.Money, costs("sandbox", "driver", "incurred", "billed")),
-    Rendered(run_models.LLMSpend, costs("model", "narration", "proxy_linger")),
+    Rendered(
+        run_models.LLMSpend,
+        lambda: [
+            *costs("model", "narration", "proxy_linger")(),
+            *[t["cost"] for t in rendered_tasks() if t["cost"]],
+        ],
+    ),
     Rendered(run_models.TaskSummary, lambda: [summarize([("pass", 10), ("err", 5, True)])]),
     Rendered(run_models.SummaryIntervals, lambda: [SUMMARY["intervals"]]),
     Rendered(

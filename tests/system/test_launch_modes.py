@@ -395,3 +395,30 @@ async def test_a_repeat_run_reuses_cached_phases_and_atomize_keys_on_the_model(
     # Fetch, Analyze and Setup are model-free; Atomize's key holds the model's config.
     assert hits == {"fetch": True, "analyze": True, "setup": True, "atomize": False}
     assert third["impl_id"] == first["impl_id"]  # the same code, so the same impl
+
+
+async def test_a_cache_hit_after_a_miss_runs_on_the_inherited_snapshot(
+    platform: Platform, oracle: FakeOpenAIServer
+) -> None:
+    """Another scope misses Analyze (a work sandbox is made for it from Fetch's
+    snapshot), then hits Setup and Atomize: Materialize must run on the snapshot those
+    brought (the scorer is in it), not in the sandbox Analyze used."""
+    client = platform.client
+    assert client
+    body = {"request": "Run GSM8K, first 3 tasks", "sut": sut(oracle), "driver": "builtin"}
+    first = await platform.wait_terminal((await client.post("/v1/runs", json=body)).json()["id"])
+    assert first["status"] == "ok", first["error"]
+    await asyncio.sleep(0.5)  # the phase-cache index is a read model: let it catch up
+    narrower = {**body, "request": "Run GSM8K, first 2 tasks"}
+    second = await platform.wait_terminal(
+        (await client.post("/v1/runs", json=narrower)).json()["id"]
+    )
+    assert second["status"] == "ok", second["error"]
+    assert second["summary"]["total"] == 2
+    events = await events_of(client, second["id"])
+    hits = {
+        e["data"]["phase"]: e["data"]["cache_hit"]
+        for e in events
+        if e["type"] == "PhaseFingerprint"
+    }
+    assert hits == {"fetch": True, "analyze": False, "setup": True, "atomize": True}

@@ -38,7 +38,7 @@ SETTLING = frozenset({run_event_type(MaterializeTaskAggregated), run_event_type(
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 7
+    version = 8
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -61,7 +61,10 @@ class RunsProjection(Projection):
             "task_id TEXT NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
             "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
             # ``grp``: the row's group key (its category), for the summary's intervals.
-            "trial_scores TEXT, grp TEXT, PRIMARY KEY (run_id, invocation, idx)"
+            "trial_scores TEXT, grp TEXT, "
+            # The task's model spend over its trials, as the proxy metered it.
+            "cost_micros BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT, calls INTEGER, "
+            "PRIMARY KEY (run_id, invocation, idx)"
         ),
         # One row per trial of a task: the task row above holds the latest trial's
         # output and the aggregate; these keep each trial's own result.
@@ -69,6 +72,7 @@ class RunsProjection(Projection):
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
             "trial INTEGER NOT NULL, score DOUBLE PRECISION, outcome TEXT, output TEXT, "
             "error_type TEXT, error TEXT, duration_ms INTEGER, score_meta TEXT, "
+            "cost_micros BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT, calls INTEGER, "
             "PRIMARY KEY (run_id, invocation, idx, trial)"
         ),
     }
@@ -348,6 +352,7 @@ def _aggregated_row(run_id: str, d: dict[str, Any]) -> list[Any]:
         d["outcome"],
         json.dumps(d.get("trial_scores") or []),
         d.get("group"),
+        *_spend(d),
     ]
 
 
@@ -364,6 +369,16 @@ def _trial_row(run_id: str, d: dict[str, Any]) -> list[Any]:
         d.get("error"),
         d.get("duration_ms", 0),
         json.dumps(d.get("score_meta") or {}),
+        *_spend(d),
+    ]
+
+
+def _spend(d: dict[str, Any]) -> list[Any]:
+    return [
+        d.get("cost_micros"),
+        d.get("prompt_tokens"),
+        d.get("completion_tokens"),
+        d.get("calls"),
     ]
 
 
@@ -386,17 +401,23 @@ TASK_UPSERTS = {
     ),
     "trial": (
         "INSERT INTO {trials} (run_id, invocation, idx, trial, score, outcome, output, "
-        "error_type, error, duration_ms, score_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "error_type, error, duration_ms, score_meta, cost_micros, prompt_tokens, "
+        "completion_tokens, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (run_id, invocation, idx, trial) DO UPDATE SET score = excluded.score, "
         "outcome = excluded.outcome, output = excluded.output, "
         "error_type = excluded.error_type, error = excluded.error, "
-        "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta"
+        "duration_ms = excluded.duration_ms, score_meta = excluded.score_meta, "
+        "cost_micros = excluded.cost_micros, prompt_tokens = excluded.prompt_tokens, "
+        "completion_tokens = excluded.completion_tokens, calls = excluded.calls"
     ),
     "aggregated": (
         "INSERT INTO {tasks} (run_id, invocation, idx, task_id, score, outcome, trial_scores, "
-        "grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
+        "grp, cost_micros, prompt_tokens, completion_tokens, calls) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, invocation, idx) "
         "DO UPDATE SET score = excluded.score, outcome = excluded.outcome, "
-        "trial_scores = excluded.trial_scores, grp = excluded.grp"
+        "trial_scores = excluded.trial_scores, grp = excluded.grp, "
+        "cost_micros = excluded.cost_micros, prompt_tokens = excluded.prompt_tokens, "
+        "completion_tokens = excluded.completion_tokens, calls = excluded.calls"
     ),
 }
 

@@ -202,6 +202,19 @@ def run_etag(row: dict[str, Any]) -> str:
     return f"{row['run_id']}.{row.get('last_seq') or 0}"
 
 
+def render_spend(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A task's (or trial's) model spend, shaped as ``run.cost.model``; None when the
+    proxy metered none of its calls (a streamed answer, or a result from before)."""
+    if row.get("cost_micros") is None:
+        return None
+    return {
+        **_money(int(row["cost_micros"])),
+        "calls": int(row.get("calls") or 0),
+        "prompt_tokens": int(row.get("prompt_tokens") or 0),
+        "completion_tokens": int(row.get("completion_tokens") or 0),
+    }
+
+
 def render_task(row: dict[str, Any], trials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A slim task row; ``trials`` (each trial's own result) when the run has several."""
     rendered = {
@@ -217,6 +230,7 @@ def render_task(row: dict[str, Any], trials: list[dict[str, Any]] | None = None)
         "output_preview": preview(row.get("output")),
         "error_type": row.get("error_type"),
         "duration_ms": row.get("duration_ms"),
+        "cost": render_spend(row),
     }
     if trials is not None:
         rendered["trials"] = [render_trial(t, full=False) for t in trials]
@@ -231,6 +245,7 @@ def render_trial(row: dict[str, Any], *, full: bool) -> dict[str, Any]:
         "outcome": row.get("outcome"),
         "error_type": row.get("error_type"),
         "duration_ms": row.get("duration_ms"),
+        "cost": render_spend(row),
     }
     if not full:
         trial["output_preview"] = preview(row.get("output"))

@@ -539,6 +539,10 @@ class Run(Aggregate):
                 error_type=error_type,
                 error=r.error,
                 duration_ms=r.duration_ms,
+                cost_micros=r.cost_micros,
+                prompt_tokens=r.prompt_tokens,
+                completion_tokens=r.completion_tokens,
+                calls=r.calls,
             )
             recorded += 1
             trials = self.trial_results[str(r.index)]
@@ -556,6 +560,7 @@ class Run(Aggregate):
                 aggregator=self.trials["aggregator"]["name"],
                 infra=outcome == "err" and any(is_infra_error(_error_type(v)) for v in ordered),
                 group=r.group,
+                **_spend(ordered),
             )
         return recorded
 
@@ -606,12 +611,20 @@ class Run(Aggregate):
         error_type: str | None,
         error: str | None,
         duration_ms: int,
+        cost_micros: int | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        calls: int | None = None,
     ) -> None:
         self.results_recorded += 1
         if invocation != self.invocations.get("materialize"):
             return
         trials = self.trial_results.setdefault(str(index), {})
-        trials[str(trial)] = [score, score_meta, duration_ms, error_type]
+        # The spend only when the proxy metered the trial: most logs have none to keep.
+        spend = (
+            [] if cost_micros is None else [cost_micros, prompt_tokens, completion_tokens, calls]
+        )
+        trials[str(trial)] = [score, score_meta, duration_ms, error_type, *spend]
 
     @event("MaterializeTaskAggregated")
     def task_aggregated(
@@ -625,6 +638,10 @@ class Run(Aggregate):
         aggregator: str,
         infra: bool = False,
         group: str | None = None,
+        cost_micros: int | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        calls: int | None = None,
     ) -> None:
         if invocation == self.invocations.get("materialize"):
             self.aggregated[str(index)] = outcome
@@ -682,3 +699,16 @@ class Run(Aggregate):
 def _error_type(trial: list[Any]) -> str | None:
     """A stored trial's error type (logs written before it was kept have none)."""
     return trial[3] if len(trial) > 3 else None
+
+
+SPEND_FIELDS = ("cost_micros", "prompt_tokens", "completion_tokens", "calls")
+
+
+def _spend(trials: list[list[Any]]) -> dict[str, int | None]:
+    """A task's model spend: the sum over its trials of what each recorded (a trial
+    list holds it from its fifth item on; older ones do not). None when no trial was
+    metered."""
+    metered = [t[4:8] for t in trials if len(t) >= 8 and t[4] is not None]
+    if not metered:
+        return dict.fromkeys(SPEND_FIELDS)
+    return {name: sum(int(m[i] or 0) for m in metered) for i, name in enumerate(SPEND_FIELDS)}

@@ -163,6 +163,13 @@ class RunPipeline:
                 phase=phase, text=f"cache hit: {phase} reused from run {source} ({fingerprint})"
             )
             await self.save()
+            live = self.work.sandbox_id
+            if live is not None and phase in run.snapshots:
+                # The live work sandbox was made before this phase (an earlier phase
+                # missed the cache); the phase's work is in the snapshot just inherited,
+                # not in it. The next use restores that snapshot instead.
+                await self.work.lose_sandbox(live, f"superseded by the {phase} cache hit")
+                await self.save()
         return source is not None
 
     # -- the run --------------------------------------------------------------------

@@ -28,7 +28,12 @@ class ProxyApplication(Application[uuid.UUID]):
     name = "proxy"
 
     def attach(
-        self, run_id: str, account: str, sut: SutRef, secret: str | None = None
+        self,
+        run_id: str,
+        account: str,
+        sut: SutRef,
+        secret: str | None = None,
+        ceilings: tuple[int | None, int | None] = (None, None),
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``; returns (binding, key).
 
@@ -51,6 +56,9 @@ class ProxyApplication(Application[uuid.UUID]):
             if binding.key_hash != key_hash or not binding.active:
                 binding.issue_key(key_hash)
                 self.save(binding)
+        if binding.ceilings != ceilings:
+            binding.set_ceilings(*ceilings)
+            self.save(binding)
         return binding, key
 
     def pin_secrets(self, run_id: str, versions: dict[str, int]) -> dict[str, int]:

@@ -32,7 +32,8 @@ class RecentCalls:
     def __init__(self, *, ttl_s: float = TTL_S, max_bytes: int = MAX_BYTES) -> None:
         self.ttl_s = ttl_s
         self.max_bytes = max_bytes
-        self._answered: OrderedDict[Key, tuple[float, bytes, str]] = OrderedDict()
+        # key -> (when, body, media type, headers): a repeat gets the same cost stamp.
+        self._answered: OrderedDict[Key, tuple[float, bytes, str, dict[str, str]]] = OrderedDict()
         self._bytes = 0
         self._running: dict[Key, asyncio.Future[Response]] = {}
         self.served_again = 0
@@ -43,7 +44,7 @@ class RecentCalls:
         kept = self._answered.get(key)
         if kept is not None:
             self.served_again += 1
-            return Response(kept[1], media_type=kept[2])
+            return Response(kept[1], media_type=kept[2], headers=kept[3])
         running = self._running.get(key)
         if running is not None:
             self.served_again += 1
@@ -52,6 +53,7 @@ class RecentCalls:
                 bytes(response.body),
                 status_code=response.status_code,
                 media_type=response.media_type,
+                headers=_stamp_of(response),
             )
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._running[key] = future
@@ -65,21 +67,31 @@ class RecentCalls:
             self._running.pop(key, None)
         future.set_result(response)
         if response.status_code == 200:
-            self._keep(key, bytes(response.body), response.media_type or "application/json")
+            self._keep(
+                key,
+                bytes(response.body),
+                response.media_type or "application/json",
+                _stamp_of(response),
+            )
         return response
 
-    def _keep(self, key: Key, body: bytes, media_type: str) -> None:
-        self._answered[key] = (time.monotonic(), body, media_type)
+    def _keep(self, key: Key, body: bytes, media_type: str, headers: dict[str, str]) -> None:
+        self._answered[key] = (time.monotonic(), body, media_type, headers)
         self._bytes += len(body)
         while self._bytes > self.max_bytes and self._answered:
-            _, (_, old, _) = self._answered.popitem(last=False)
+            _, (_, old, _, _) = self._answered.popitem(last=False)
             self._bytes -= len(old)
 
     def _expire(self) -> None:
         horizon = time.monotonic() - self.ttl_s
         while self._answered:
-            _key, (at, body, _) = next(iter(self._answered.items()))
+            _key, (at, body, _, _) = next(iter(self._answered.items()))
             if at >= horizon:
                 return
             self._answered.popitem(last=False)
             self._bytes -= len(body)
+
+
+def _stamp_of(response: Response) -> dict[str, str]:
+    """The answer's cost stamp (``x-benchwright-*`` headers), to serve again with it."""
+    return {k: v for k, v in response.headers.items() if k.startswith("x-benchwright-")}

@@ -79,6 +79,17 @@ class ModelBinding(Aggregate):
         """
         self.secret_versions = dict(versions)
 
+    @event("CeilingsSet")
+    def set_ceilings(self, task_cost_micros: int | None, attempt_cost_micros: int | None) -> None:
+        """The run's per-task spend ceilings (``limits.task.cost``, ``limits.attempt.cost``)."""
+        self.task_cost_micros = task_cost_micros
+        self.attempt_cost_micros = attempt_cost_micros
+
+    @property
+    def ceilings(self) -> tuple[int | None, int | None]:
+        """(task, attempt) cost ceilings in micro-dollars; (None, None) when unset."""
+        return getattr(self, "task_cost_micros", None), getattr(self, "attempt_cost_micros", None)
+
     @property
     def pinned_versions(self) -> dict[str, int] | None:
         """The versions pinned at the first attach; None before (older bindings too)."""

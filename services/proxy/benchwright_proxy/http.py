@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from benchwright_proxy.calls import RecentCalls, call_key
+from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
@@ -39,9 +40,12 @@ RecordUsage = Callable[[CallRecord], None]
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-def _error(status: int, message: str, kind: str) -> JSONResponse:
+def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
     # OpenAI's error shape, so any OpenAI client library reports it sensibly.
-    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
+    error: dict[str, Any] = {"message": message, "type": kind}
+    if code is not None:
+        error["code"] = code
+    return JSONResponse({"error": error}, status_code=status)
 
 
 class ProviderPool:
@@ -76,12 +80,15 @@ class _Call:
     """One call's bookkeeping: turns what the upstream said into a ``CallRecord``."""
 
     __slots__ = (
+        "at",
         "auth",
         "binding",
         "finished",
         "pool",
         "provider",
         "record_usage",
+        "spend",
+        "stamp",
         "started",
         "sut",
     )
@@ -93,21 +100,28 @@ class _Call:
         pool: ProviderPool,
         record_usage: RecordUsage,
         auth: UpstreamAuth | None = None,
+        spend: TaskSpend | None = None,
+        at: Attribution | None = None,
     ) -> None:
         self.binding = binding
         self.sut = sut
         self.auth = auth
         self.pool = pool
         self.record_usage = record_usage
+        self.spend = spend
+        self.at = at
         self.provider: Provider | None = None
         self.started = time.perf_counter()
         self.finished = False
+        # What the answer says about its cost (``ceilings.stamp``), once it is known.
+        self.stamp: dict[str, str] = {}
 
     def finish(self, usage: dict[str, Any], ok: bool) -> None:
         """Record the call; only the first of several calls counts."""
         if self.finished:
             return
         self.finished = True
+        cost = call_cost_micros(self.pool.settings.model_prices, self.sut, usage, self.provider)
         self.record_usage(
             CallRecord(
                 run_id=self.binding.run_id,
@@ -116,28 +130,30 @@ class _Call:
                 provider=self.sut.provider,
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),
-                cost_micros=call_cost_micros(
-                    self.pool.settings.model_prices, self.sut, usage, self.provider
-                ),
+                cost_micros=cost,
                 latency_ms=int((time.perf_counter() - self.started) * 1000),
                 ok=ok,
             )
         )
+        spent = over = None
+        if self.spend is not None and self.at is not None:
+            spent = self.spend.add(self.binding.run_id, self.at, cost)
+            over = reached(spent, self.binding.ceilings, passed=True)
+        self.stamp = stamp(cost, usage, spent, over)
 
 
 async def _complete(call: _Call, body: dict[str, Any]) -> Response:
-    usage: dict[str, Any] = {}
-    ok = False
     try:
         call.provider = await call.pool.get(call.sut)
         result = await call.provider.chat(call.sut, body, call.auth)
-        usage = result.get("usage") or {}
-        ok = True
-        return JSONResponse(result)
     except ProviderError as exc:
+        call.finish({}, False)
         return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
-    finally:
-        call.finish(usage, ok)
+    except BaseException:
+        call.finish({}, False)
+        raise
+    call.finish(result.get("usage") or {}, True)
+    return JSONResponse(result, headers=call.stamp)
 
 
 async def _stream(call: _Call, body: dict[str, Any]) -> Response:
@@ -231,6 +247,7 @@ def build_http_app(
     record_usage: RecordUsage,
     credentials: Credentials = _no_credentials,
     recent: RecentCalls | None = None,
+    spend: TaskSpend | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Benchwright model proxy", docs_url=None, redoc_url=None)
     recent = recent or RecentCalls()
@@ -256,7 +273,21 @@ def build_http_app(
         if not isinstance(body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
         sut = SutRef.model_validate(binding.sut)
-        call = _Call(binding, sut, pool, record_usage, await credentials(binding))
+        at = attribution(
+            request.headers.get("x-benchwright-task"), request.headers.get("x-benchwright-trial")
+        )
+        if spend is not None and at is not None:
+            ceiling = reached(spend.spent(binding.run_id, at), binding.ceilings)
+            if ceiling is not None:
+                return _error(
+                    402,
+                    f"task {at.task} (trial {at.trial}) reached its {ceiling} ceiling: "
+                    "no more model calls for it",
+                    "limit_exceeded",
+                    code=ceiling,
+                )
+        auth = await credentials(binding)
+        call = _Call(binding, sut, pool, record_usage, auth, spend, at)
         if body.get("stream"):
             return await _stream(call, body)
         call_id = request.headers.get("x-benchwright-call-id")

@@ -12,6 +12,7 @@ import uvicorn
 from faststream.nats import NatsBroker
 
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
+from benchwright_proxy.ceilings import TaskSpend
 from benchwright_proxy.credentials import RunCredentials
 from benchwright_proxy.domain import ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
@@ -58,6 +59,7 @@ class ProxyRuntime:
         self.pool = ProviderPool(settings, proxy_settings)
         self.broker: NatsBroker | None = None
         self.meter = UsageMeter()
+        self.spend = TaskSpend()
         self._unpublished: list[ModelUsageRecorded] = []
         # Bindings by run id, with when they were read: a key check must not cost a
         # store read per call.
@@ -96,7 +98,12 @@ class ProxyRuntime:
         return binding
 
     async def bind(
-        self, run_id: str, account: str, sut: SutRef, command_id: str | None = None
+        self,
+        run_id: str,
+        account: str,
+        sut: SutRef,
+        command_id: str | None = None,
+        ceilings: tuple[int | None, int | None] = (None, None),
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
@@ -106,7 +113,7 @@ class ProxyRuntime:
             if self.derive is not None and command_id
             else None
         )
-        binding, key = await self.store.run(self.app.attach, run_id, account, sut, secret)
+        binding, key = await self.store.run(self.app.attach, run_id, account, sut, secret, ceilings)
         self._bindings[run_id] = (binding, time.monotonic())
         self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
         if self.credentials is not None:
@@ -129,7 +136,11 @@ class ProxyRuntime:
         assert self.broker is not None
         await self.injector_settled.wait()
         binding, key = await self.bind(
-            command.run_id, command.account, command.sut, command.command_id
+            command.run_id,
+            command.account,
+            command.sut,
+            command.command_id,
+            (command.task_cost_micros, command.attempt_cost_micros),
         )
         reply = ModelAttached(
             command_id=command.command_id,
@@ -160,6 +171,7 @@ class ProxyRuntime:
         # First: a call in flight now finishes after the run's ledger closed (it lingers).
         self._detached[command.run_id] = time.monotonic()
         self._bindings.pop(command.run_id, None)
+        self.spend.forget(command.run_id)
         if self.credentials is not None:
             self.credentials.forget(command.run_id)
         if self.injector is not None:
@@ -205,7 +217,7 @@ class ProxyRuntime:
     async def serve_http(self) -> str:
         """Start the model endpoint; returns its URL (the real port when 0 was asked)."""
         http_app = build_http_app(
-            self.pool, self.authenticate, self.record_usage, self.credentials_for
+            self.pool, self.authenticate, self.record_usage, self.credentials_for, spend=self.spend
         )
         config = uvicorn.Config(
             http_app,

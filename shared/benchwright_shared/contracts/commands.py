@@ -235,6 +235,11 @@ class AttachModel(Contract):
     run_id: str
     account: str
     sut: SutRef
+    # The run's per-task model spend ceilings (``limits.task.cost`` over all of a task's
+    # trials, ``limits.attempt.cost`` per trial), in micro-dollars: the proxy, which
+    # meters every call, refuses a task's calls once it reaches one.
+    task_cost_micros: int | None = None
+    attempt_cost_micros: int | None = None
 
 
 class DetachModel(Contract):

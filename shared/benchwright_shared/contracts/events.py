@@ -95,6 +95,11 @@ class TaskOutcome(BaseModel):
     duration_ms: int = 0
     # The row's ``category`` (an MMLU subject), when it has one.
     group: str | None = None
+    # What the trial's model calls cost, as the proxy stamped each answer.
+    cost_micros: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    calls: int | None = None
 
 
 class SandboxTaskResults(Contract):

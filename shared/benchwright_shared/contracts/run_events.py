@@ -272,6 +272,11 @@ class MaterializeTaskResult(_Data):
     error_type: str | None = None
     error: str | None = None
     duration_ms: int = 0
+    # The trial's model calls, as the proxy metered them (None: not metered).
+    cost_micros: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    calls: int | None = None
 
 
 class MaterializeTaskAggregated(_Data):
@@ -286,6 +291,11 @@ class MaterializeTaskAggregated(_Data):
     infra: bool = False
     # The row's ``category`` (an MMLU subject): intervals resample whole groups.
     group: str | None = None
+    # The task's model spend over all its trials (None: none of them was metered).
+    cost_micros: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    calls: int | None = None
 
 
 class ReportFile(_Data):

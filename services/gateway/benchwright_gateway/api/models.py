@@ -72,6 +72,9 @@ ENFORCED_LIMITS = {
     ("phase", "duration"),
     ("task", "duration"),
     ("task", "attempts"),
+    # Metered per task by the proxy, which refuses a task's calls past them.
+    ("task", "cost"),
+    ("attempt", "cost"),
     ("attempt", "duration"),
 }
 PHASE_NAMES = ("find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report")

@@ -54,6 +54,7 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.ids import new_command_id as command_id
 from benchwright_shared.liveness import Membership
+from benchwright_shared.money import dollars_to_micros
 
 log = logging.getLogger(__name__)
 
@@ -352,11 +353,18 @@ class NatsWorkspace:
                 run_id=self.run.run_id,
                 account=self.run.account,
                 sut=SutRef.model_validate(self.run.sut),
+                task_cost_micros=self._ceiling_micros("task"),
+                attempt_cost_micros=self._ceiling_micros("attempt"),
             )
         )
         assert isinstance(reply, ModelAttached)
         self.model = reply
         return reply
+
+    def _ceiling_micros(self, level: str) -> int | None:
+        """``limits.<level>.cost`` in micro-dollars, for the proxy that enforces it."""
+        dollars = (self.run.limits.get(level) or {}).get("cost")
+        return dollars_to_micros(dollars) if dollars else None
 
     async def release(self) -> None:
         """Kill the work sandbox and revoke the run's model key, whatever happened."""

@@ -59,13 +59,25 @@ def run_one(
     task: Any, data_path: str, index: int, trial: int, deadline: float | None = None
 ) -> dict[str, Any]:
     """Extract, solve (one model call or more), score."""
-    from bench_task import begin_task, end_task
+    from bench_task import begin_task, end_task, task_spend
 
     begin_task(index, trial, deadline)
     try:
-        return _run(
+        result = _run(
             task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
         )
+        spend, over = task_spend()
+        if spend is not None:
+            result |= spend
+        if over is not None and result["outcome"] != "err":
+            # The proxy metered the task past its ceiling on the last call it let through.
+            result |= {
+                "outcome": "err",
+                "error_type": f"limit_exceeded:{over}",
+                "error": f"the task's model calls went over its {over} ceiling",
+            }
+            result.pop("score", None)
+        return result
     finally:
         end_task()
 
@@ -116,7 +128,11 @@ def _run(
         result["outcome"] = "err"
         # A failure of the platform (the proxy unreachable) is named as such, not as the
         # scorer's (benchwright_shared.outcomes).
-        result["error_type"] = getattr(exc, "infra_error", None) or f"{stage}:{type(exc).__name__}"
+        result["error_type"] = (
+            getattr(exc, "infra_error", None)
+            or getattr(exc, "task_error_type", None)
+            or f"{stage}:{type(exc).__name__}"
+        )
         result["error"] = "".join(traceback.format_exception_only(exc)).strip()[:2000]
     result["duration_ms"] = int((time.perf_counter() - started) * 1000)
     return result

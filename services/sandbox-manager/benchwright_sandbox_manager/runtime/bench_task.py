@@ -46,14 +46,26 @@ class ProviderCrashedError(ModelCallError):
     infra_error = "infra:provider_crashed"
 
 
+class LimitExceededError(ModelCallError):
+    """The task (or this trial of it) reached its cost ceiling: it ends ``err`` with
+    ``limit_exceeded:<ceiling>`` and the run goes on."""
+
+    def __init__(self, ceiling: str, message: str) -> None:
+        super().__init__(message)
+        self.task_error_type = f"limit_exceeded:{ceiling}"
+
+
 def _call_failed(status: int, raw: bytes) -> ModelCallError:
     detail = raw.decode(errors="replace")[:500]
     try:
-        kind = json.loads(raw)["error"]["type"]
-    except (ValueError, KeyError, TypeError):
-        kind = None
+        error = json.loads(raw)["error"]
+        kind, code = error.get("type"), error.get("code")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        kind = code = None
     if kind == "provider_crashed":
         return ProviderCrashedError(f"model proxy answered {status}: {detail}")
+    if kind == "limit_exceeded" and isinstance(code, str):
+        return LimitExceededError(code, f"model proxy answered {status}: {detail}")
     return ModelCallError(f"model proxy answered {status}: {detail}")
 
 
@@ -71,11 +83,43 @@ _RETRYABLE = (ConnectionError, http.client.HTTPException, socket.timeout, OSErro
 def begin_task(index: int, trial: int, deadline: float | None) -> None:
     """Called by the runner before a task's ``solve``: calls made now belong to it."""
     _task.index, _task.trial, _task.deadline, _task.calls = index, trial, deadline, 0
+    _task.spend, _task.over = None, None
 
 
 def end_task() -> None:
     _task.index = _task.trial = _task.deadline = None
     _task.calls = 0
+    _task.spend, _task.over = None, None
+
+
+def task_spend() -> tuple[dict[str, int] | None, str | None]:
+    """What this trial's model calls cost, summed from the proxy's stamps (None when no
+    answer carried one), and the ceiling the proxy said the task went over, if any."""
+    return getattr(_task, "spend", None), getattr(_task, "over", None)
+
+
+# An answer's cost stamp (the proxy's ``x-benchwright-*`` headers) -> the spend key.
+_STAMPS = {
+    "x-benchwright-call-cost-micros": "cost_micros",
+    "x-benchwright-call-prompt-tokens": "prompt_tokens",
+    "x-benchwright-call-completion-tokens": "completion_tokens",
+}
+
+
+def note_stamp(headers: Any) -> None:
+    """Add one answer's cost stamp to the task the calling thread works on."""
+    if getattr(_task, "index", None) is None:
+        return
+    found = {key: headers.get(name) for name, key in _STAMPS.items()}
+    if found["cost_micros"] is None:
+        return  # a streamed answer, or a proxy that does not stamp
+    spend = _task.spend = _task.spend or dict.fromkeys((*_STAMPS.values(), "calls"), 0)
+    for key, value in found.items():
+        spend[key] += int(value or 0)
+    spend["calls"] += 1
+    over = headers.get("x-benchwright-limit-exceeded")
+    if over:
+        _task.over = over
 
 
 def call_headers(body: bytes) -> dict[str, str]:
@@ -109,7 +153,9 @@ _connections = threading.local()
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 
 
-def _post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+def _post_json(
+    url: str, body: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes, http.client.HTTPMessage]:
     parts = urllib.parse.urlsplit(url)
     target = (parts.scheme, parts.netloc)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -130,7 +176,7 @@ def _post_json(url: str, body: bytes, headers: dict[str, str], timeout: float) -
         try:
             conn.request("POST", path, body=body, headers=headers)
             response = conn.getresponse()
-            return response.status, response.read()
+            return response.status, response.read(), response.headers
         except _STALE:
             conn.close()
             _connections.conn = None
@@ -169,6 +215,7 @@ def patch_requests() -> None:
             try:
                 response = original(self, method, url, *args, **kwargs)
                 if response.status_code != 503:
+                    note_stamp(response.headers)
                     return response
                 failure = "answered 503"
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
@@ -236,7 +283,7 @@ class BenchTask:
         while True:
             attempts += 1
             try:
-                status, raw = _post_json(url, data, headers, timeout)
+                status, raw, answered = _post_json(url, data, headers, timeout)
                 failure = f"answered {status}" if status == 503 else None
             except _RETRYABLE as exc:
                 failure, status, raw = f"{type(exc).__name__}: {exc}", 0, b""
@@ -249,6 +296,7 @@ class BenchTask:
             pause = min(pause * 2, RETRY_PAUSE_MAX_S)
         if status >= 400:
             raise _call_failed(status, raw)
+        note_stamp(answered)
         reply: dict[str, Any] = json.loads(raw)
         return reply
 
