@@ -62,6 +62,7 @@ class AsyncRuns:
         constraints: Any = None,
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
+        cache: str | Mapping[str, Any] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> Run:

@@ -54,6 +54,7 @@ class Runs:
         constraints: Any = None,
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
+        cache: str | Mapping[str, Any] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> Run:
@@ -69,7 +70,10 @@ class Runs:
         of the run's fingerprint; ``phase_models`` gives the LLM Driver another model
         for a phase (``{"atomize": "openai://gpt-4o"}``; phases ``find``,
         ``analyze``, ``atomize``). ``metadata`` is behavioural configuration
-        (``limit``...), not a queryable tag. Every field is forwarded as given and
+        (``limit``...), not a queryable tag. ``cache`` (``"read"``, ``"read_write"``
+        or ``{"mode": ..., "ttl": seconds}``; off by default) lets the proxy answer a
+        model call it answered before, for the same account, model, request and
+        trial, at no cost. Every field is forwarded as given and
         validated by the server; ``timeout`` bounds this request (seconds), not the
         run (see :meth:`wait`).
 

@@ -116,6 +116,7 @@ class RunsApplication(RelayedApplication):
             compute=command.compute,
             hints=command.hints or None,
             phase_models=command.phase_models or None,
+            cache=command.cache,
             # A replay or fork that names no compute stays where its parent ran.
             backend=(
                 parent.backend

@@ -85,8 +85,10 @@ class Run(Aggregate):
         backend: str = "local",
         hints: list[str] | None = None,
         phase_models: dict[str, str] | None = None,
+        cache: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
+        self.cache = cache
         self.trials = trials or dict(DEFAULT_TRIALS)
         self.account = account
         self.mode = mode
@@ -543,6 +545,7 @@ class Run(Aggregate):
                 prompt_tokens=r.prompt_tokens,
                 completion_tokens=r.completion_tokens,
                 calls=r.calls,
+                cached_calls=r.cached_calls,
             )
             recorded += 1
             trials = self.trial_results[str(r.index)]
@@ -615,6 +618,7 @@ class Run(Aggregate):
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         calls: int | None = None,
+        cached_calls: int | None = None,
     ) -> None:
         self.results_recorded += 1
         if invocation != self.invocations.get("materialize"):

@@ -1,5 +1,6 @@
 """The proxy's application: attach and detach runs, check keys."""
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -7,7 +8,13 @@ import yaml
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
 
-from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, new_key, parse_key
+from benchwright_proxy.domain import (
+    CachedAnswer,
+    InvalidProxyKeyError,
+    ModelBinding,
+    new_key,
+    parse_key,
+)
 from benchwright_shared.contracts import SutRef
 
 
@@ -34,6 +41,7 @@ class ProxyApplication(Application[uuid.UUID]):
         sut: SutRef,
         secret: str | None = None,
         ceilings: tuple[int | None, int | None] = (None, None),
+        cache: dict[str, Any] | None = None,
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``; returns (binding, key).
 
@@ -58,6 +66,9 @@ class ProxyApplication(Application[uuid.UUID]):
                 self.save(binding)
         if binding.ceilings != ceilings:
             binding.set_ceilings(*ceilings)
+            self.save(binding)
+        if binding.cache_setting != cache:
+            binding.choose_cache(cache)
             self.save(binding)
         return binding, key
 
@@ -89,3 +100,32 @@ class ProxyApplication(Application[uuid.UUID]):
         if not binding.accepts(secret):
             raise InvalidProxyKeyError("key revoked or wrong")
         return binding
+
+    # -- the response cache ----------------------------------------------------------
+    def kept_answer(self, key: str, newer_than: float) -> dict[str, Any] | None:
+        """The answer kept for ``key`` (whose hash holds the account), if it was kept
+        after ``newer_than`` (a time.time() value)."""
+        try:
+            found: CachedAnswer = self.repository.get(CachedAnswer.create_id(key))
+        except AggregateNotFoundError:
+            return None
+        if found.kept_at <= newer_than:
+            return None
+        return found.answer
+
+    def keep_answer(
+        self, key: str, account: str, answer: dict[str, Any], now: float, stale_before: float
+    ) -> None:
+        """Keep an answer. One kept already for the key stays, unless it was kept before
+        ``stale_before`` (past the TTL of the run writing): then this one replaces it."""
+        try:
+            self.save(CachedAnswer(key=key, account=account, answer=answer, kept_at=now))
+            return
+        except RecordConflictError:
+            pass
+        found: CachedAnswer = self.repository.get(CachedAnswer.create_id(key))
+        if found.kept_at <= stale_before:
+            found.replace(answer, now)
+            # Another copy replaced it meanwhile: theirs is as fresh.
+            with contextlib.suppress(RecordConflictError):
+                self.save(found)

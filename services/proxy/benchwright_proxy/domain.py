@@ -85,6 +85,16 @@ class ModelBinding(Aggregate):
         self.task_cost_micros = task_cost_micros
         self.attempt_cost_micros = attempt_cost_micros
 
+    @event("CacheChosen")
+    def choose_cache(self, cache: dict[str, Any] | None) -> None:
+        """The run's response cache setting (``{"mode", "ttl"}``; None: off)."""
+        self.cache = cache
+
+    @property
+    def cache_setting(self) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = getattr(self, "cache", None)  # older bindings: off
+        return found
+
     @property
     def ceilings(self) -> tuple[int | None, int | None]:
         """(task, attempt) cost ceilings in micro-dollars; (None, None) when unset."""
@@ -98,3 +108,24 @@ class ModelBinding(Aggregate):
 
     def accepts(self, secret: str) -> bool:
         return self.active and hmac.compare_digest(self.key_hash, hash_secret(secret))
+
+
+class CachedAnswer(Aggregate):
+    """A model's whole answer to one request (``response_cache.cache_key``), kept to be
+    served again. A fresh answer stays; one past its reader's TTL is replaced."""
+
+    @staticmethod
+    def create_id(key: str) -> uuid.UUID:
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"benchwright:answer:{key}")
+
+    @event("Kept")
+    def __init__(self, key: str, account: str, answer: dict[str, Any], kept_at: float) -> None:
+        self.key = key
+        self.account = account
+        self.answer = answer
+        self.kept_at = kept_at
+
+    @event("Replaced")
+    def replace(self, answer: dict[str, Any], kept_at: float) -> None:
+        self.answer = answer
+        self.kept_at = kept_at

@@ -24,6 +24,7 @@ from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
 from benchwright_proxy.providers.auth import UpstreamAuth
+from benchwright_proxy.response_cache import Answers, cache_key, reads, writes
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
 from benchwright_proxy.usage import CallRecord
@@ -116,11 +117,14 @@ class _Call:
         # What the answer says about its cost (``ceilings.stamp``), once it is known.
         self.stamp: dict[str, str] = {}
 
-    def finish(self, usage: dict[str, Any], ok: bool) -> None:
-        """Record the call; only the first of several calls counts."""
+    def finish(self, usage: dict[str, Any], ok: bool, *, cached: bool = False) -> None:
+        """Record the call; only the first of several calls counts. A ``cached`` call
+        was answered from the response cache: no tokens spent, nothing to pay."""
         if self.finished:
             return
         self.finished = True
+        if cached:
+            usage = {}
         cost = call_cost_micros(self.pool.settings.model_prices, self.sut, usage, self.provider)
         self.record_usage(
             CallRecord(
@@ -133,6 +137,7 @@ class _Call:
                 cost_micros=cost,
                 latency_ms=int((time.perf_counter() - self.started) * 1000),
                 ok=ok,
+                cached=cached,
             )
         )
         spent = over = None
@@ -140,9 +145,14 @@ class _Call:
             spent = self.spend.add(self.binding.run_id, self.at, cost)
             over = reached(spent, self.binding.ceilings, passed=True)
         self.stamp = stamp(cost, usage, spent, over)
+        if cached:
+            self.stamp["x-benchwright-cache"] = "hit"
 
 
-async def _complete(call: _Call, body: dict[str, Any]) -> Response:
+Keep = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def _complete(call: _Call, body: dict[str, Any], keep: Keep | None = None) -> Response:
     try:
         call.provider = await call.pool.get(call.sut)
         result = await call.provider.chat(call.sut, body, call.auth)
@@ -153,7 +163,17 @@ async def _complete(call: _Call, body: dict[str, Any]) -> Response:
         call.finish({}, False)
         raise
     call.finish(result.get("usage") or {}, True)
+    if keep is not None:
+        try:
+            await keep(result)
+        except Exception:  # the answer is good whether or not it could be kept
+            log.exception("could not keep an answer for run %s", call.binding.run_id)
     return JSONResponse(result, headers=call.stamp)
+
+
+async def _cached(call: _Call, answer: dict[str, Any]) -> Response:
+    call.finish({}, True, cached=True)
+    return JSONResponse(answer, headers=call.stamp)
 
 
 async def _stream(call: _Call, body: dict[str, Any]) -> Response:
@@ -248,6 +268,7 @@ def build_http_app(
     credentials: Credentials = _no_credentials,
     recent: RecentCalls | None = None,
     spend: TaskSpend | None = None,
+    answers: Answers | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Benchwright model proxy", docs_url=None, redoc_url=None)
     recent = recent or RecentCalls()
@@ -290,10 +311,25 @@ def build_http_app(
         call = _Call(binding, sut, pool, record_usage, auth, spend, at)
         if body.get("stream"):
             return await _stream(call, body)
+        keep: Keep | None = None
+        setting = binding.cache_setting
+        if answers is not None and (reads(setting) or writes(setting)):
+            assert setting is not None
+            cached_key = cache_key(binding.account, sut, body, at.trial if at else 0)
+            if reads(setting):
+                kept = await answers.get(cached_key, float(setting["ttl"]))
+                if kept is not None:
+                    return await _cached(call, kept)
+            if writes(setting):
+                store = answers
+
+                async def keep(answer: dict[str, Any]) -> None:
+                    await store.put(cached_key, binding.account, answer, float(setting["ttl"]))
+
         call_id = request.headers.get("x-benchwright-call-id")
         if call_id:
             key = call_key(binding.run_id, call_id, raw)
-            return await recent.once(key, lambda: _complete(call, body))
-        return await _complete(call, body)
+            return await recent.once(key, lambda: _complete(call, body, keep))
+        return await _complete(call, body, keep)
 
     return app

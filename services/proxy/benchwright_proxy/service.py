@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import uvicorn
@@ -104,6 +105,7 @@ class ProxyRuntime:
         sut: SutRef,
         command_id: str | None = None,
         ceilings: tuple[int | None, int | None] = (None, None),
+        cache: dict[str, Any] | None = None,
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
@@ -113,7 +115,9 @@ class ProxyRuntime:
             if self.derive is not None and command_id
             else None
         )
-        binding, key = await self.store.run(self.app.attach, run_id, account, sut, secret, ceilings)
+        binding, key = await self.store.run(
+            self.app.attach, run_id, account, sut, secret, ceilings, cache
+        )
         self._bindings[run_id] = (binding, time.monotonic())
         self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
         if self.credentials is not None:
@@ -141,6 +145,7 @@ class ProxyRuntime:
             command.sut,
             command.command_id,
             (command.task_cost_micros, command.attempt_cost_micros),
+            command.cache,
         )
         reply = ModelAttached(
             command_id=command.command_id,
@@ -217,7 +222,12 @@ class ProxyRuntime:
     async def serve_http(self) -> str:
         """Start the model endpoint; returns its URL (the real port when 0 was asked)."""
         http_app = build_http_app(
-            self.pool, self.authenticate, self.record_usage, self.credentials_for, spend=self.spend
+            self.pool,
+            self.authenticate,
+            self.record_usage,
+            self.credentials_for,
+            spend=self.spend,
+            answers=StoredAnswers(self.app, self.store),
         )
         config = uvicorn.Config(
             http_app,
@@ -252,3 +262,21 @@ class ProxyRuntime:
                 await task
         await self.flush_usage()
         await self.pool.close()
+
+
+class StoredAnswers:
+    """The response cache over the proxy's store (``ProxyApplication.kept_answer``)."""
+
+    def __init__(self, app: ProxyApplication, store: BlockingStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def get(self, key: str, max_age_s: float) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = await self.store.run(
+            self.app.kept_answer, key, time.time() - max_age_s
+        )
+        return found
+
+    async def put(self, key: str, account: str, answer: dict[str, Any], max_age_s: float) -> None:
+        now = time.time()
+        await self.store.run(self.app.keep_answer, key, account, answer, now, now - max_age_s)

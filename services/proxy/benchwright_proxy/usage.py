@@ -25,6 +25,8 @@ class CallRecord:
     ok: bool
     # Finished after the run was detached (see the module docstring).
     linger: bool = False
+    # Answered from the response cache: no tokens, no cost.
+    cached: bool = False
 
 
 @dataclass
@@ -33,6 +35,7 @@ class _Window:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     calls: int = 0
     failed: int = 0
+    cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_micros: int = 0
@@ -49,6 +52,7 @@ class UsageMeter:
         window = self._windows.setdefault((call.run_id, call.linger), _Window(first=call))
         window.calls += 1
         window.failed += 0 if call.ok else 1
+        window.cached += 1 if call.cached else 0
         window.prompt_tokens += call.prompt_tokens
         window.completion_tokens += call.completion_tokens
         window.cost_micros += call.cost_micros
@@ -67,6 +71,7 @@ class UsageMeter:
                 source="proxy_linger" if linger else "model",
                 calls=w.calls,
                 failed_calls=w.failed,
+                cached_calls=w.cached,
                 prompt_tokens=w.prompt_tokens,
                 completion_tokens=w.completion_tokens,
                 cost_micros=w.cost_micros,

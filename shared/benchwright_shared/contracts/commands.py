@@ -59,6 +59,8 @@ class LaunchRun(Contract):
     # Guidance for the Driver, and another Driver model for some of its phases.
     hints: list[str] = Field(default_factory=list)
     phase_models: dict[str, str] = Field(default_factory=dict)
+    # The proxy's response cache: ``{"mode": "read" | "read_write", "ttl": seconds}``.
+    cache: dict[str, Any] | None = None
     # The resolved trials config; frozen on the run so replays reproduce it.
     trials: dict[str, Any] = Field(
         default_factory=lambda: {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}
@@ -240,6 +242,8 @@ class AttachModel(Contract):
     # meters every call, refuses a task's calls once it reaches one.
     task_cost_micros: int | None = None
     attempt_cost_micros: int | None = None
+    # The run's response cache (``LaunchRun.cache``); None: every call goes upstream.
+    cache: dict[str, Any] | None = None
 
 
 class DetachModel(Contract):

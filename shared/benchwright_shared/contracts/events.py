@@ -100,6 +100,8 @@ class TaskOutcome(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     calls: int | None = None
+    # Of ``calls``, those the proxy's response cache answered.
+    cached_calls: int | None = None
 
 
 class SandboxTaskResults(Contract):
@@ -196,6 +198,8 @@ class ModelUsageRecorded(Contract):
     source: Literal["model", "proxy_linger"] = "model"
     calls: int = 0
     failed_calls: int = 0
+    # Of ``calls``, those the response cache answered (no tokens, no cost).
+    cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_micros: int = 0

@@ -67,6 +67,8 @@ class RunLaunched(_Data):
     # Guidance for the Driver (part of the Atomize fingerprint) and per-phase models.
     hints: list[str] | None = None
     phase_models: dict[str, str] | None = None
+    # The proxy's response cache for the run's model calls (None: off).
+    cache: dict[str, Any] | None = None
 
 
 class DriverSelected(_Data):
@@ -277,6 +279,8 @@ class MaterializeTaskResult(_Data):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     calls: int | None = None
+    # Of ``calls``, those the response cache answered (recorded so a replay is exact).
+    cached_calls: int | None = None
 
 
 class MaterializeTaskAggregated(_Data):

@@ -183,6 +183,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 "limits": body.ceilings() or defaults.get("default_limits") or {},
                 "hints": body.hint_list(),
                 "phase_models": body.phase_models or {},
+                "cache": body.cache_setting(),
             }
             if body.request is not None:
                 return LaunchRun(mode="natural_language", request=body.request, **common)

@@ -1,6 +1,6 @@
 """Request bodies of the public API, validated strictly: unknown fields are errors."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -87,6 +87,22 @@ Hint = Annotated[str, Field(min_length=1, max_length=4000)]
 HARNESSES = ("benchwright", "inspect", "lmeval", "lighteval", "harbor")
 
 
+CACHE_MODES = ("off", "read", "read_write")
+# A cached answer is served while younger than this, unless the launch says otherwise.
+DEFAULT_CACHE_TTL_S = 7 * 24 * 3600
+
+
+class CacheIn(BaseModel):
+    """``cache``: whether the run's model calls read and write the proxy's response
+    cache, and how old an answer it accepts (seconds). ``"read_write"`` alone is
+    ``{"mode": "read_write"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["off", "read", "read_write"] = "off"
+    ttl: int = Field(default=DEFAULT_CACHE_TTL_S, ge=1, le=365 * 24 * 3600)
+
+
 class ConstraintsIn(BaseModel):
     """The older spelling of limits, with units in the names."""
 
@@ -170,6 +186,8 @@ class LaunchRequest(BaseModel):
     hints: Hint | list[Hint] | None = None
     # ``{phase: "<provider>://<model>"}``: the LLM Driver's model for that phase.
     phase_models: dict[str, str] | None = None
+    # The proxy's response cache for this run's model calls; off unless asked.
+    cache: CacheIn | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
 
     @field_validator("hints")
@@ -222,6 +240,23 @@ class LaunchRequest(BaseModel):
     @classmethod
     def _driver(cls, value: str | None) -> str | None:
         return check_driver(value)
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache(cls, value: Any) -> Any:
+        """``"read_write"`` is short for ``{"mode": "read_write"}``."""
+        if isinstance(value, str):
+            if value not in CACHE_MODES:
+                raise ValueError(
+                    f"cache is one of {', '.join(CACHE_MODES)}, or {{mode, ttl}}; not {value!r}"
+                )
+            return {"mode": value}
+        return value
+
+    def cache_setting(self) -> dict[str, Any] | None:
+        """``cache`` as ``{"mode", "ttl"}``; None when off (the default)."""
+        found = self.cache
+        return None if found is None or found.mode == "off" else found.model_dump()
 
     def ceilings(self) -> dict[str, dict[str, float]]:
         """``limits`` with the older ``constraints`` folded in (narrowest wins)."""

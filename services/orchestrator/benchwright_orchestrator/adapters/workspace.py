@@ -355,6 +355,7 @@ class NatsWorkspace:
                 sut=SutRef.model_validate(self.run.sut),
                 task_cost_micros=self._ceiling_micros("task"),
                 attempt_cost_micros=self._ceiling_micros("attempt"),
+                cache=getattr(self.run, "cache", None),  # runs launched before: none
             )
         )
         assert isinstance(reply, ModelAttached)

@@ -113,10 +113,14 @@ def note_stamp(headers: Any) -> None:
     found = {key: headers.get(name) for name, key in _STAMPS.items()}
     if found["cost_micros"] is None:
         return  # a streamed answer, or a proxy that does not stamp
-    spend = _task.spend = _task.spend or dict.fromkeys((*_STAMPS.values(), "calls"), 0)
+    spend = _task.spend = _task.spend or dict.fromkeys(
+        (*_STAMPS.values(), "calls", "cached_calls"), 0
+    )
     for key, value in found.items():
         spend[key] += int(value or 0)
     spend["calls"] += 1
+    if headers.get("x-benchwright-cache") == "hit":
+        spend["cached_calls"] += 1
     over = headers.get("x-benchwright-limit-exceeded")
     if over:
         _task.over = over

@@ -68,6 +68,14 @@ class Compute(StrEnum):
     sandbox0 = "sandbox0"
 
 
+class CacheMode(StrEnum):
+    """Whether a run's model calls read (and keep) the proxy's cached answers."""
+
+    off = "off"
+    read = "read"
+    read_write = "read_write"
+
+
 class Visibility(StrEnum):
     """Who can see a run."""
 

@@ -39,6 +39,7 @@ from ..._launch import (
 from ..._render import RunProgress, run_table
 from ._group import (
     ApiBaseOption,
+    CacheMode,
     Compute,
     DriverOption,
     FreshOption,
@@ -136,6 +137,14 @@ def launch(
             show_default=False,
         ),
     ] = None,
+    cache: Annotated[
+        CacheMode | None,
+        typer.Option(
+            help="The proxy's response cache: read answers it kept for the same request, "
+            "model and trial (no cost), and keep new ones with read_write. Off by default.",
+            show_default=False,
+        ),
+    ] = None,
     gate: GateOption = None,
     no_wait: NoWaitOption = False,
     idempotency_key: IdempotencyOption = None,
@@ -187,6 +196,7 @@ def launch(
             "limit_to": sorted(limit_to or []),
             "hint": hint or [],
             "phase_model": sorted(phase_model or []),
+            "cache": cache.value if cache else None,
         },
     )
     fmt = output_format(output)
@@ -206,6 +216,7 @@ def launch(
             limits=limits,
             hints=hint or None,
             phase_models=phase_models,
+            cache=cache.value if cache else None,
             idempotency_key=key,
         )
         _attach(bw, launched, key, fmt, no_wait, checked_gate)
