@@ -2,8 +2,8 @@
 trial is served again at no cost; a different trial, account or request goes upstream;
 ``read`` never keeps, ``off`` never reads; kept answers outlive a restart and expire."""
 
+import asyncio
 import itertools
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,7 @@ async def test_read_only_never_keeps_and_answers_outlive_a_restart(
         after = await bind(service, model, READ_WRITE, "acct_a")
         assert text(await ask(url, after)) == kept
         fresh_only = await bind(service, model, {"mode": "read", "ttl": 1}, "acct_a")
-        time.sleep(1.1)
+        await asyncio.sleep(1.1)
         assert text(await ask(url, fresh_only)) != kept  # older than its TTL
     finally:
         await service.stop()
