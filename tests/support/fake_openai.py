@@ -15,6 +15,7 @@ call arrived (itself included, in the order of ``state["times"]``).
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -39,11 +40,21 @@ def _sse(chunk: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-def _usage(prompt: str, text: str) -> dict[str, int]:
+# Words and punctuation marks, each a token: close to how GPT-style tokenizers count
+# short English (``"What is 3 + 1?"`` is 6), for tests that compare with real counts.
+WORDPIECES = re.compile(r"\w+|[^\w\s]")
+
+
+def _usage(prompt: str, text: str, state: dict[str, Any] | None = None) -> dict[str, int]:
+    def count(value: str) -> int:
+        if state is not None and state.get("wordpiece_tokens"):
+            return len(WORDPIECES.findall(value))
+        return len(value.split())
+
     return {
-        "prompt_tokens": len(prompt.split()),
-        "completion_tokens": len(text.split()),
-        "total_tokens": len(prompt.split()) + len(text.split()),
+        "prompt_tokens": count(prompt),
+        "completion_tokens": count(text),
+        "total_tokens": count(prompt) + count(text),
     }
 
 
@@ -70,7 +81,7 @@ async def _stream(
         yield _sse(chunk({}, "stop"))
         options = body.get("stream_options") or {}
         if options.get("include_usage") and state["stream_usage"]:
-            usage = _usage(prompt, text)
+            usage = _usage(prompt, text, state)
             yield _sse({**chunk({}), "choices": [], "usage": usage})
         yield b"data: [DONE]\n\n"
     finally:
@@ -121,7 +132,7 @@ def build_app(answer: Answer, state: dict[str, Any]) -> FastAPI:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": _usage(prompt, text),
+            "usage": _usage(prompt, text, state),
         }
 
     return app
@@ -140,8 +151,11 @@ class FakeOpenAIServer:
         stream_chunk_delay_s: float = 0.0,
         stream_usage: bool = True,
         stream_break_after: int | None = None,
+        wordpiece_tokens: bool = False,
     ) -> None:
         self.state: dict[str, Any] = {
+            # Count usage in word pieces (``WORDPIECES``) rather than whitespace words.
+            "wordpiece_tokens": wordpiece_tokens,
             "threaded": threaded,
             "calls": 0,
             "auth": set(),

@@ -166,6 +166,10 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("POST", "/v1/runs"): Entry(
         "runs:write", "/v1/runs", {"replay": {"from_run": "{run}"}}, owned=True, destructive=True
     ),
+    # Reads only: an estimate launches nothing.
+    ("POST", "/v1/runs/estimate"): Entry(
+        "runs:read", "/v1/runs/estimate", {"replay": {"from_run": "{run}"}}, owned=True
+    ),
     ("POST", "/v1/runs/{run_id}/fork"): Entry(
         "runs:write",
         "/v1/runs/{run}/fork",

@@ -25,6 +25,7 @@ __all__ = [
     "RunProgress",
     "checklist",
     "comparison_table",
+    "estimate_table",
     "key_value_table",
     "money_text",
     "run_table",
@@ -356,6 +357,35 @@ def comparison_table(found: AttrDict) -> Table:
     ]
     for part in found.get("differences", []):
         rows.append((f"differs: {part['part']}", f"{part['a']} -> {part['b']}"))
+    for key, value in rows:
+        table.add_row(key, _text(value))
+    return table
+
+
+def estimate_table(found: AttrDict) -> Table:
+    """``run --dry-run``: the ranges, then how each was worked out."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+
+    def span(key: str) -> str:
+        value = found[key]
+        return f"{value['low']:,} .. {value['high']:,} (expected {value['expected']:,})"
+
+    cost = found["cost"]
+    rows: list[tuple[str, Any]] = [
+        ("tasks x trials", f"{found['tasks']} x {found['trials']}"),
+        ("model calls", span("calls")),
+        ("prompt tokens", span("prompt_tokens")),
+        ("completion tokens", span("completion_tokens")),
+        (
+            "model cost",
+            f"{_money(cost['low'])} .. {_money(cost['high'])} "
+            f"(expected {_money(cost['expected'])}; priced by {found['priced_by']})",
+        ),
+        ("not included", found.get("excludes") or "-"),
+    ]
+    rows += [("how", line) for line in found.get("derivation", [])]
     for key, value in rows:
         table.add_row(key, _text(value))
     return table

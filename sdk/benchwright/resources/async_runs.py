@@ -70,6 +70,36 @@ class AsyncRuns:
         A generated idempotency key keeps the SDK's retries from launching twice."""
         return await self._http.send(RunCalls.launch(locals()))
 
+    async def estimate(
+        self,
+        request: str | None = None,
+        *,
+        benchmark: str | None = None,
+        subset: str | None = None,
+        impl: str | None = None,
+        sut: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        replay: Mapping[str, Any] | None = None,
+        driver: Any = None,
+        harness: str | None = None,
+        compute: str | None = None,
+        limits: Mapping[str, Any] | None = None,
+        trials: Mapping[str, Any] | None = None,
+        constraints: Any = None,
+        hints: str | Iterable[str] | None = None,
+        phase_models: Mapping[str, str] | None = None,
+        cache: str | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        **extra: Any,
+    ) -> AttrDict:
+        """What :meth:`launch` with the same arguments would cost, before anything runs:
+        ``tasks``, ``trials``, ``calls``, ``prompt_tokens`` and ``completion_tokens`` as
+        ``{low, expected, high}``, ``cost`` as the same three amounts (priced with the
+        table the proxy bills with, ``priced_by``), and ``derivation``: how each figure
+        was reached. Model spend only; a pinned launch or a replay (a plain-English
+        request is resolved only when it runs)."""
+        return await self._http.send(RunCalls.estimate(locals()))
+
     async def get(
         self,
         run_id: str,

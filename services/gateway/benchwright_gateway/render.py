@@ -11,7 +11,8 @@ from benchwright_shared.contracts import RunCost
 from benchwright_shared.money import micros_to_cents
 
 
-def _money(micros: int) -> dict[str, Any]:
+def money(micros: int) -> dict[str, Any]:
+    """An amount as the API shows money: cents, dollars and the currency."""
     return {"amount_cents": micros_to_cents(micros), "currency": "USD", "amount_usd": micros / 1e6}
 
 
@@ -30,25 +31,25 @@ def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
         billed = cost.sandbox_micros + cost.driver_micros + cost.narration_micros
     return {
         "model": {
-            **_money(cost.model_micros),
+            **money(cost.model_micros),
             "calls": cost.model_calls,
             "prompt_tokens": cost.prompt_tokens,
             "completion_tokens": cost.completion_tokens,
         },
-        "sandbox": _money(cost.sandbox_micros),
-        "driver": _money(cost.driver_micros),
+        "sandbox": money(cost.sandbox_micros),
+        "driver": money(cost.driver_micros),
         # The run-summary LLM: narration asks no model today, so 0 and 0 calls.
         "narration": {
-            **_money(cost.narration_micros),
+            **money(cost.narration_micros),
             "calls": cost.narration_calls,
             "prompt_tokens": cost.narration_prompt_tokens,
             "completion_tokens": cost.narration_completion_tokens,
         },
-        "incurred": _money(incurred),
-        "billed": _money(billed),
+        "incurred": money(incurred),
+        "billed": money(billed),
         # Routinely sub-cent: ``amount_usd`` is exact, the cents rounded.
         "proxy_linger": {
-            **_money(cost.proxy_linger_micros),
+            **money(cost.proxy_linger_micros),
             "calls": cost.proxy_linger_calls,
             "prompt_tokens": cost.proxy_linger_prompt_tokens,
             "completion_tokens": cost.proxy_linger_completion_tokens,
@@ -208,7 +209,7 @@ def render_spend(row: dict[str, Any]) -> dict[str, Any] | None:
     if row.get("cost_micros") is None:
         return None
     return {
-        **_money(int(row["cost_micros"])),
+        **money(int(row["cost_micros"])),
         "calls": int(row.get("calls") or 0),
         "prompt_tokens": int(row.get("prompt_tokens") or 0),
         "completion_tokens": int(row.get("completion_tokens") or 0),

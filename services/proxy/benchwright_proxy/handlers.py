@@ -6,6 +6,7 @@ from benchwright_proxy.service import ProxyRuntime
 from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber
 from benchwright_shared.contracts import AttachModel, DetachModel
+from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
 
 SERVICE = "proxy"
 
@@ -18,3 +19,7 @@ def register(router: NatsRouter, runtime: ProxyRuntime, *, max_deliver: int) -> 
     @command_subscriber(router, subjects.DETACH_MODEL, service=SERVICE, max_deliver=max_deliver)
     async def detach_model(command: DetachModel) -> None:
         await runtime.detach(command)
+
+    @router.subscriber(subjects.PRICE_MODEL_CALLS, queue=SERVICE)
+    async def price_model_calls(query: PriceModelCalls) -> ModelCallPrices:
+        return await runtime.price(query)

@@ -18,6 +18,7 @@ from benchwright_proxy.credentials import RunCredentials
 from benchwright_proxy.domain import ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
+from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
 from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
@@ -31,6 +32,8 @@ from benchwright_shared.contracts import (
     ModelUsageRecorded,
     SutRef,
 )
+from benchwright_shared.contracts.base import Problem
+from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -183,6 +186,21 @@ class ProxyRuntime:
             self.injector.forget_run(command.run_id)
         await self.store.run(self.app.detach, command.run_id)
         await self.flush_usage()
+
+    async def price(self, query: PriceModelCalls) -> ModelCallPrices:
+        """What calls of the sizes asked would cost on ``query.sut``, as a call is billed."""
+        prices = self.settings.model_prices
+        sut = query.sut
+        operator = f"{sut.provider}/{sut.model}" in prices or sut.model in prices
+        try:
+            provider = None if operator else await self.pool.get(sut)
+        except ProviderError as exc:
+            return ModelCallPrices(
+                problem=Problem(status=exc.status, title="unknown provider", detail=exc.detail)
+            )
+        micros = [call_cost_micros(prices, sut, usage, provider) for usage in query.usages]
+        source = "operator" if operator else ("provider" if any(micros) else "unpriced")
+        return ModelCallPrices(micros=micros, source=source)
 
     def record_usage(self, call: CallRecord) -> None:
         """Meter a finished call; one that finished after its run was detached lingers."""

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract, Problem
-from benchwright_shared.contracts.run_events import RunEvent
+from benchwright_shared.contracts.run_events import RunEvent, SutRef
 
 
 class ResolveBenchmark(Contract):
@@ -206,3 +206,24 @@ class RunCost(BaseModel):
     # What the run takes from the balance: the platform's part with the markup
     # (None from a billing that predates it).
     billed_micros: int | None = None
+
+
+class PriceModelCalls(Contract):
+    """What calls of the given sizes (``{"prompt_tokens", "completion_tokens"}``) would
+    cost on a model, priced exactly as the proxy bills a call: an estimate's figures."""
+
+    subject: ClassVar[str] = subjects.PRICE_MODEL_CALLS
+
+    sut: SutRef
+    usages: list[dict[str, int]] = Field(default_factory=list, max_length=100)
+
+
+class ModelCallPrices(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    # One price per usage asked, in micro-dollars.
+    micros: list[int] = Field(default_factory=list)
+    # ``operator`` (the deployment's BW_MODEL_PRICES), ``provider`` (its own table) or
+    # ``unpriced`` (no price known: every figure is 0).
+    source: str = "unpriced"

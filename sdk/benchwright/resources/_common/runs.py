@@ -97,6 +97,15 @@ class RunCalls:
         return Call("POST", RUNS, parser(Run), json=body, headers=headers, timeout=timeout)
 
     @staticmethod
+    def estimate(args: Mapping[str, Any]) -> Call[AttrDict]:
+        """``POST /v1/runs/estimate`` from ``runs.estimate``'s arguments: a launch body."""
+        named = {k: v for k, v in args.items() if k not in _NOT_BODY}
+        if named.get("hints") is not None and not isinstance(named["hints"], str):
+            named["hints"] = list(named["hints"])
+        body = present(**named, **(args.get("extra") or {}))
+        return Call("POST", f"{RUNS}/estimate", parse_dict, json=body, timeout=args.get("timeout"))
+
+    @staticmethod
     def get(
         run_id: str, expand: str | Iterable[str] | None, fields: str | Iterable[str] | None
     ) -> Call[Run]:

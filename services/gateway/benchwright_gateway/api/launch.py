@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Response
 
 from benchwright_gateway import projections as views
+from benchwright_gateway.api import estimate as estimate_api
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.idempotency import key_reused
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
@@ -126,6 +127,21 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
         idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
     ) -> dict[str, Any]:
         caller.require("runs:write")
+        start = checked_launch(caller, body, idempotency_key)
+        return await once(caller, idempotency_key, body.model_dump(mode="json"), response, start)
+
+    @router.post("/estimate")
+    async def estimate(body: LaunchRequest, caller: Caller) -> dict[str, Any]:
+        """What the launch ``body`` would cost, before it runs (nothing is launched):
+        its model calls and tokens as a range, priced as the proxy bills them."""
+        caller.require("runs:read")
+        command = await checked_launch(caller, body, None)(f"estimate:{uuid.uuid4()}")
+        return await estimate_api.estimate(ctx, caller, command)
+
+    def checked_launch(
+        caller: Principal, body: LaunchRequest, idempotency_key: str | None
+    ) -> Callable[[str], Awaitable[LaunchRun]]:
+        """Check a launch body; the function that turns it into the command for a run id."""
         modes = [m for m in ("request", "benchmark", "replay") if getattr(body, m) is not None]
         if len(modes) > 1:
             raise Refused(
@@ -191,7 +207,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 return await replay_command(caller, body, common)
             return await pinned_command(caller, body, common)
 
-        return await once(caller, idempotency_key, body.model_dump(mode="json"), response, start)
+        return start
 
     async def pinned_command(
         caller: Principal, body: LaunchRequest, common: dict[str, Any]

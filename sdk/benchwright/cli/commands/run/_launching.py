@@ -36,7 +36,7 @@ from ..._launch import (
     parse_model,
     parse_phase_models,
 )
-from ..._render import RunProgress, run_table
+from ..._render import RunProgress, estimate_table, run_table
 from ._group import (
     ApiBaseOption,
     CacheMode,
@@ -145,6 +145,14 @@ def launch(
             show_default=False,
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Launch nothing: print what the run would cost (model calls, tokens and "
+            "dollars as a range) and how that was worked out.",
+        ),
+    ] = False,
     gate: GateOption = None,
     no_wait: NoWaitOption = False,
     idempotency_key: IdempotencyOption = None,
@@ -169,6 +177,8 @@ def launch(
         fail("--subset and --impl pin a catalog entry: they need --benchmark", code=EXIT_USAGE)
     if api_base and not model:
         fail("--api-base serves a model: it needs --model", code=EXIT_USAGE)
+    if dry_run and gate is not None:
+        fail("--dry-run launches nothing for --gate to judge: drop one", code=EXIT_USAGE)
     checked_gate = _check_wait_flags(gate, no_wait)
     sut = parse_model(model, api_base) if model else None
     limits = parse_limits(limit_to or [])
@@ -202,6 +212,29 @@ def launch(
     fmt = output_format(output)
     with get_client() as bw:
         replay = {"from_run": resolve_run_id(bw, replay_from)} if replay_from else None
+        if dry_run:
+            found = bw.runs.estimate(
+                request=request,
+                benchmark=benchmark,
+                subset=subset,
+                impl=impl,
+                sut=sut,
+                metadata=metadata or None,
+                replay=replay,
+                driver=driver,
+                harness=harness,
+                compute=compute.value if compute else None,
+                limits=limits,
+                hints=hint or None,
+                phase_models=phase_models,
+                cache=cache.value if cache else None,
+            )
+            emit(
+                dict(found),
+                fmt,
+                table=lambda: Console(highlight=False).print(estimate_table(found)),
+            )
+            return
         launched = bw.runs.launch(
             request=request,
             benchmark=benchmark,

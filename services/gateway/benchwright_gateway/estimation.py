@@ -1,0 +1,146 @@
+"""What a run would cost before it runs: its calls and tokens as a range, from its rows
+and its scorer. Pure rules, no I/O; the route (``api/estimate.py``) gathers the rows,
+the scorer's code and the prices (the proxy's, the ones it bills with).
+
+* **Calls**: tasks x trials, one call a trial expected; at most as many as the
+  scorer has call sites (``complete(`` / ``chat(`` / a post to the proxy).
+* **Prompt tokens**: a call's prompt is the scorer's own text (the string literals of
+  its ``solve``: the prompt template, where the scorer is known) plus the row's input
+  (sampled rows' JSON). A token is taken as 4 characters, the usual rule of thumb for
+  English with GPT-style tokenizers; the range is -25% / +50% around it.
+* **Completion tokens**: bounded by the ``max_tokens`` the scorer asks for (else
+  ``DEFAULT_MAX_TOKENS``): from one token to that bound, a quarter of it expected.
+
+Sandbox time and Driver work are left out and said so: a pinned run's Driver spends
+nothing, and sandbox seconds depend on the machine more than on the rows.
+"""
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CHARS_PER_TOKEN = 4.0
+# A scorer that names no max_tokens leaves the answer's length to the model.
+DEFAULT_MAX_TOKENS = 512
+LOW, HIGH = 0.75, 1.5
+MODEL_CALL = re.compile(r"\.(complete|chat)\(|chat/completions")
+MAX_TOKENS = re.compile(r"max_tokens\s*[=:]\s*(\d+)")
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """What the estimate reads from a scorer's code."""
+
+    template_chars: int
+    max_tokens: int | None
+    call_sites: int
+    known: bool
+
+
+def read_scorer(code: str | None) -> Scorer:
+    """The prompt template's size, the ``max_tokens`` asked for, and the call sites."""
+    if not code:
+        return Scorer(0, None, 1, known=False)
+    caps = [int(m) for m in MAX_TOKENS.findall(code)]
+    sites = max(1, len(MODEL_CALL.findall(code)))
+    return Scorer(_template_chars(code), max(caps) if caps else None, sites, known=True)
+
+
+def _template_chars(code: str) -> int:
+    """The characters of the string literals in ``solve`` (f-strings' fixed parts too)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return 0
+    solves = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "solve"
+    ]
+    return sum(
+        len(node.value)
+        for solve in solves
+        for node in ast.walk(solve)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
+def input_chars(rows: Iterable[dict[str, Any]]) -> list[int]:
+    """Each sampled row's input, as the characters a prompt would carry."""
+    sizes = []
+    for row in rows:
+        value = row.get("input")
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        sizes.append(len(text))
+    return sizes
+
+
+@dataclass(frozen=True)
+class Span:
+    low: float
+    expected: float
+    high: float
+
+    def times(self, factor: float) -> "Span":
+        return Span(self.low * factor, self.expected * factor, self.high * factor)
+
+    def rounded(self) -> dict[str, int]:
+        return {
+            "low": math.floor(self.low),
+            "expected": round(self.expected),
+            "high": math.ceil(self.high),
+        }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A run's model calls and tokens, as ranges."""
+
+    tasks: int
+    trials: int
+    calls: Span
+    prompt_tokens: Span
+    completion_tokens: Span
+    derivation: list[str]
+
+    def usages(self) -> list[dict[str, int]]:
+        """The low, expected and high totals, in the shape a price is asked for."""
+        prompt, completion = self.prompt_tokens.rounded(), self.completion_tokens.rounded()
+        return [
+            {"prompt_tokens": prompt[k], "completion_tokens": completion[k]}
+            for k in ("low", "expected", "high")
+        ]
+
+
+def workload(tasks: int, trials: int, scorer: Scorer, sampled: Sequence[int]) -> Workload:
+    """The calls and tokens of ``tasks`` x ``trials`` with this scorer and these rows."""
+    attempts = tasks * trials
+    calls = Span(attempts, attempts, attempts * scorer.call_sites)
+    mean_input = sum(sampled) / len(sampled) if sampled else 0.0
+    per_call = (scorer.template_chars + mean_input) / CHARS_PER_TOKEN
+    prompt = Span(
+        per_call * LOW * calls.low, per_call * calls.expected, per_call * HIGH * calls.high
+    )
+    cap = scorer.max_tokens or DEFAULT_MAX_TOKENS
+    completion = Span(calls.low * 1, calls.expected * max(1, cap // 4), calls.high * cap)
+    derivation = [
+        f"{tasks} task(s) x {trials} trial(s): {attempts} attempt(s), one model call each "
+        f"expected, at most {scorer.call_sites} (the scorer's call sites)",
+        f"a prompt of ~{per_call:.0f} tokens: "
+        + (
+            f"the scorer's prompt text ({scorer.template_chars} characters) and "
+            if scorer.known
+            else "no scorer on record, so "
+        )
+        + f"the rows' input ({mean_input:.0f} characters on average over {len(sampled)} "
+        f"sampled row(s)), at {CHARS_PER_TOKEN:g} characters a token, "
+        f"{LOW:.0%} to {HIGH:.0%} of it",
+        f"an answer of 1 to {cap} tokens ("
+        + ("the scorer's max_tokens" if scorer.max_tokens else "no max_tokens in the scorer")
+        + f"), {max(1, cap // 4)} expected",
+    ]
+    return Workload(tasks, trials, calls, prompt, completion, derivation)
