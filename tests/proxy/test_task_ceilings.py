@@ -126,3 +126,28 @@ def test_only_a_plausible_task_and_trial_attribute_a_call(
     task: str | None, trial: str | None, found: Attribution | None
 ) -> None:
     assert attribution(task, trial) == found
+
+
+async def test_a_call_naming_a_task_the_run_does_not_have_is_refused(
+    tmp_path: Path, model: FakeOpenAIServer
+) -> None:
+    settings = Settings(data_dir=tmp_path, proxy_port=0, nats_url=None, database_url=None)
+    service = build(settings)
+    url = await service.runtime.serve_http()
+    sut = SutRef(model="fake", provider="openai_compatible", api_base=model.base_url)
+    # Ten rows, two trials a task.
+    _, key = await service.runtime.bind(
+        str(uuid.uuid4()), "acct_test", sut, None, (None, None), None, (10, 2)
+    )
+    try:
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30
+        ) as client:
+            assert (await call(client, 9, 1, 1)).status_code == 200
+            for task, trial in ((10, 0), (3, 2)):
+                refused = await call(client, task, trial, 1)
+                assert refused.status_code == 400
+                assert "is not one of this run's" in refused.json()["error"]["message"]
+        assert len(model.state["times"]) == 1
+    finally:
+        await service.stop()

@@ -338,7 +338,7 @@ async def test_task_caps_take_the_narrowest_and_unenforced_limits_are_refused(
     done = await platform.wait_terminal(run["id"])
     assert done["summary"]["total"] == 3
     for extra, field in (
-        ({"limits": {"task": {"cost": 0.5}}}, "limits"),
+        ({"limits": {"attempt": {"attempts": 2}}}, "limits"),
         ({"limits": {"phase": {"tasks": 3}}}, "limits"),
         ({"limits": {"phase:lunch": {"duration": 3}}}, "limits"),
         ({"limits": {"galaxy": {"tasks": 1}}}, "limits"),

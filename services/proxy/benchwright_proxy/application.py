@@ -42,6 +42,7 @@ class ProxyApplication(Application[uuid.UUID]):
         secret: str | None = None,
         ceilings: tuple[int | None, int | None] = (None, None),
         cache: dict[str, Any] | None = None,
+        bounds: tuple[int | None, int | None] = (None, None),
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``; returns (binding, key).
 
@@ -64,8 +65,8 @@ class ProxyApplication(Application[uuid.UUID]):
             if binding.key_hash != key_hash or not binding.active:
                 binding.issue_key(key_hash)
                 self.save(binding)
-        if binding.ceilings != ceilings:
-            binding.set_ceilings(*ceilings)
+        if binding.ceilings != ceilings or binding.task_bounds != bounds:
+            binding.set_ceilings(*ceilings, *bounds)
             self.save(binding)
         if binding.cache_setting != cache:
             binding.choose_cache(cache)

@@ -80,10 +80,24 @@ class ModelBinding(Aggregate):
         self.secret_versions = dict(versions)
 
     @event("CeilingsSet")
-    def set_ceilings(self, task_cost_micros: int | None, attempt_cost_micros: int | None) -> None:
-        """The run's per-task spend ceilings (``limits.task.cost``, ``limits.attempt.cost``)."""
+    def set_ceilings(
+        self,
+        task_cost_micros: int | None,
+        attempt_cost_micros: int | None,
+        task_rows: int | None = None,
+        trials_k: int | None = None,
+    ) -> None:
+        """The run's per-task spend ceilings (``limits.task.cost``, ``limits.attempt.cost``)
+        and the tasks it has: a call naming another task index or trial is not the run's."""
         self.task_cost_micros = task_cost_micros
         self.attempt_cost_micros = attempt_cost_micros
+        self.task_rows = task_rows
+        self.trials_k = trials_k
+
+    @property
+    def task_bounds(self) -> tuple[int | None, int | None]:
+        """(dataset rows, trials a task) the run's calls must fall within; None unknown."""
+        return getattr(self, "task_rows", None), getattr(self, "trials_k", None)
 
     @event("CacheChosen")
     def choose_cache(self, cache: dict[str, Any] | None) -> None:

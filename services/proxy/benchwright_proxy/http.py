@@ -297,6 +297,16 @@ def build_http_app(
         at = attribution(
             request.headers.get("x-benchwright-task"), request.headers.get("x-benchwright-trial")
         )
+        rows, trials = binding.task_bounds
+        if at is not None and (
+            (rows is not None and at.task >= rows) or (trials is not None and at.trial >= trials)
+        ):
+            return _error(
+                400,
+                f"task {at.task} trial {at.trial} is not one of this run's "
+                f"({rows} rows, {trials} trial(s) a task)",
+                "invalid_request_error",
+            )
         if spend is not None and at is not None:
             ceiling = reached(spend.spent(binding.run_id, at), binding.ceilings)
             if ceiling is not None:

@@ -109,6 +109,7 @@ class ProxyRuntime:
         command_id: str | None = None,
         ceilings: tuple[int | None, int | None] = (None, None),
         cache: dict[str, Any] | None = None,
+        bounds: tuple[int | None, int | None] = (None, None),
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
@@ -119,7 +120,7 @@ class ProxyRuntime:
             else None
         )
         binding, key = await self.store.run(
-            self.app.attach, run_id, account, sut, secret, ceilings, cache
+            self.app.attach, run_id, account, sut, secret, ceilings, cache, bounds
         )
         self._bindings[run_id] = (binding, time.monotonic())
         self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
@@ -149,6 +150,7 @@ class ProxyRuntime:
             command.command_id,
             (command.task_cost_micros, command.attempt_cost_micros),
             command.cache,
+            (command.task_rows, command.trials_k),
         )
         reply = ModelAttached(
             command_id=command.command_id,

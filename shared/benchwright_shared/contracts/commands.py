@@ -242,6 +242,10 @@ class AttachModel(Contract):
     # meters every call, refuses a task's calls once it reaches one.
     task_cost_micros: int | None = None
     attempt_cost_micros: int | None = None
+    # The run's dataset rows and trials a task: a call naming a task index or trial
+    # outside them is not the run's, and the proxy refuses it. None: not known yet.
+    task_rows: int | None = None
+    trials_k: int | None = None
     # The run's response cache (``LaunchRun.cache``); None: every call goes upstream.
     cache: dict[str, Any] | None = None
 

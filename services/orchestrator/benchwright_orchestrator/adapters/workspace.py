@@ -355,6 +355,8 @@ class NatsWorkspace:
                 sut=SutRef.model_validate(self.run.sut),
                 task_cost_micros=self._ceiling_micros("task"),
                 attempt_cost_micros=self._ceiling_micros("attempt"),
+                task_rows=self.run.dataset.get("total_tasks"),
+                trials_k=self.run.trials_k,
                 cache=getattr(self.run, "cache", None),  # runs launched before: none
             )
         )
