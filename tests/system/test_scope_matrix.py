@@ -145,6 +145,7 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "runs:read", "/v1/runs/{run}/fingerprint", owned=True
     ),
     ("GET", "/v1/runs/{run_id}/stream"): Entry("runs:read", "/v1/runs/{run}/stream", owned=True),
+    ("GET", "/v1/runs/{run_id}/export"): Entry("runs:read", "/v1/runs/{run}/export", owned=True),
     ("GET", "/v1/runs/{run_id}/compare"): Entry(
         "runs:read", "/v1/runs/{run}/compare?with={run}", owned=True
     ),

@@ -194,6 +194,14 @@ class Runs:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""
         return self._http.send(RunCalls.fingerprint(run_id))
 
+    def export(self, run_id: str, format: str = "jsonl") -> bytes:
+        """The run's task results in ``format``: ``jsonl`` (one task per line, whole
+        outputs), ``csv``, ``markdown`` (a report with summary, intervals, cost,
+        fingerprint and the SHA-256s it was built from), ``lm-eval`` (an
+        lm-evaluation-harness results JSON) or ``lm-eval-samples`` (its samples
+        JSONL). The server streams it."""
+        return self._http.send(RunCalls.export(run_id, format))
+
     def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> AttrDict:
         """Run ``other`` (B) against ``run_id`` (A), paired over the tasks both ran.
 

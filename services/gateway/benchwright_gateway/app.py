@@ -27,6 +27,7 @@ from benchwright_gateway.api import (
 from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import build as build_api
 from benchwright_gateway.api import compare as compare_api
+from benchwright_gateway.api import export as export_api
 from benchwright_gateway.api import registry_reads as registry_reads_api
 from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api import settings as settings_api
@@ -92,6 +93,7 @@ class GatewayService:
         http.include_router(launch.build_router(self.ctx, principal))
         http.include_router(runs.build_router(self.ctx, principal))
         http.include_router(compare_api.build_router(self.ctx, principal))
+        http.include_router(export_api.build_router(self.ctx, principal))
         http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))
         http.include_router(
             admin.build_router(self.ctx, principal, self.views.rebuild, self.views.parked)

@@ -26,6 +26,7 @@ from benchwright_shared.contracts.run_events import (
     DatasetTasksArtifact,
     ModelProxyArtifact,
     PhaseFingerprint,
+    SetupArtifact,
 )
 from benchwright_shared.run_log import run_event_type
 from benchwright_shared.stats import bootstrap_mean, mcnemar_exact
@@ -228,6 +229,10 @@ PART_EVENTS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     run_event_type(PhaseFingerprint): lambda d: {f"fingerprint.{d['phase']}": d["fingerprint"]},
     # The tasks as they were run: a changed subset snapshot shows here.
     run_event_type(DatasetTasksArtifact): lambda d: {"tasks_sha256": d["content_sha256"]},
+    # The scorer: a pinned impl's (Setup) or the one the Driver wrote (Atomize, later).
+    run_event_type(SetupArtifact): lambda d: (
+        {"impl_sha256": d["impl_sha256"]} if d.get("impl_sha256") else {}
+    ),
     run_event_type(AtomizeArtifact): lambda d: {"impl_sha256": d["impl_sha256"]},
     # The proxy's config holds the sampling settings (temperature, max_tokens...).
     run_event_type(ModelProxyArtifact): lambda d: {

@@ -184,6 +184,11 @@ class RunCalls:
         return Call("GET", run_path(run_id, "fingerprint"), parse_dict)
 
     @staticmethod
+    def export(run_id: str, format: str) -> Call[bytes]:
+        params = {"format": format}
+        return Call("GET", run_path(run_id, "export"), as_bytes, params=params, raw=True)
+
+    @staticmethod
     def compare(run_id: str, other: str, alpha: float) -> Call[AttrDict]:
         params: dict[str, str | float] = {"with": other, "alpha": alpha}
         return Call("GET", run_path(run_id, "compare"), parse_dict, params=params)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,7 +25,7 @@ from ..._common import (
 from ..._render import comparison_table, run_table, runs_table, tasks_table
 from ._group import RunId, Status, TruthValue, echo_link, run_app
 
-__all__ = ["diff", "ls", "show", "tasks"]
+__all__ = ["diff", "export", "ls", "show", "tasks"]
 
 
 @run_app.command("show")
@@ -129,3 +132,35 @@ def diff(
         typer.echo(found.verdict.text)
 
     emit(dict(found), fmt, table=table, items=[*found.get("changes", []), found.verdict])
+
+
+class ExportFormat(StrEnum):
+    """What ``run export`` writes."""
+
+    jsonl = "jsonl"
+    csv = "csv"
+    markdown = "markdown"
+    lm_eval = "lm-eval"
+    lm_eval_samples = "lm-eval-samples"
+
+
+@run_app.command("export")
+@handle_errors
+def export(
+    run_id: RunId,
+    format: Annotated[ExportFormat, typer.Option(help="What to write.")] = ExportFormat.jsonl,
+    to: Annotated[
+        Path | None,
+        typer.Option(help="Write to this file instead of stdout.", show_default=False),
+    ] = None,
+) -> None:
+    """Export a run's task results: jsonl, csv, a markdown report, or
+    lm-evaluation-harness's results (lm-eval) and samples (lm-eval-samples)."""
+    with get_client() as bw:
+        content = bw.runs.export(resolve_run_id(bw, run_id), format.value)
+    if to is None:
+        sys.stdout.buffer.write(content)
+        sys.stdout.flush()
+        return
+    to.write_bytes(content)
+    typer.echo(f"wrote {len(content):,} bytes to {to}", err=True)
