@@ -175,6 +175,11 @@ async def test_leaderboards_listings_comparisons_ranges_and_impls_from_runs(
         assert board.benchmark_id == bm_id and board.snapshot_ids == [sub_id]
     half_row = board.data[1]
     assert (half_row.runs, half_row.tasks, half_row.impl_id) == (2, 3, impl_id)
+    # Three tasks say little: each rate carries its Wilson interval, and these overlap.
+    for row in board.data:
+        assert row.pass_rate_low is not None and row.pass_rate_high is not None
+        assert row.pass_rate_low <= row.pass_rate <= row.pass_rate_high
+    assert board.data[0].pass_rate_low < board.data[2].pass_rate_high
 
     # -- listings: your own runs, whatever their visibility, and public ones ----------------
     visible = {

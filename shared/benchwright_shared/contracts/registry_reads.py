@@ -153,6 +153,10 @@ class LeaderboardRow(_View):
     rank: int
     model: str
     pass_rate: float
+    # The pass rate's 95% Wilson interval: two models whose intervals overlap are
+    # not told apart by these runs, whatever their ranks.
+    pass_rate_low: float | None = None
+    pass_rate_high: float | None = None
     run_id: str
     impl_id: str | None = None
     subset_id: str | None = None

@@ -63,6 +63,7 @@ from benchwright_shared.contracts.run_events import (
 from benchwright_shared.projection import ProjectionStore, ViewCursor
 from benchwright_shared.refusal import Refused
 from benchwright_shared.run_log import parse_run_event, run_event_type
+from benchwright_shared.stats import wilson
 
 MAX_PAGE = 100
 # The widest task range one read answers.
@@ -336,11 +337,15 @@ class RegistryReads:
         rows: list[LeaderboardRow] = []
         for position, row in enumerate(best.values(), start=1):
             tied = bool(rows) and rows[-1].pass_rate == float(row["pass_rate"])
+            passed, failed = int(row["passed"] or 0), int(row["failed"] or 0)
+            low, high = wilson(passed, passed + failed) or (None, None)
             rows.append(
                 LeaderboardRow(
                     rank=rows[-1].rank if tied else position,
                     model=str(row["model"]),
                     pass_rate=float(row["pass_rate"]),
+                    pass_rate_low=low,
+                    pass_rate_high=high,
                     run_id=str(row["run_id"]),
                     impl_id=row["impl_id"],
                     subset_id=row["subset_id"],
