@@ -261,3 +261,17 @@ def render_task_error(row: dict[str, Any]) -> dict[str, Any] | None:
     if not row.get("error_type"):
         return None
     return {"type": row["error_type"], "message": row.get("error")}
+
+
+def with_interval(summary: dict[str, Any], name: str, pattern: str) -> str:
+    """``82.0% (95% CI 76.1% to 86.8%, wilson)``, or ``-`` when the run has no such figure."""
+    value = summary.get(name)
+    if value is None:
+        return "-"
+    intervals = summary.get("intervals") or {}
+    interval = intervals.get(name)
+    if not interval:
+        return pattern.format(value)
+    level = f"{float(intervals.get('level') or 0.95):.0%}"
+    low, high = pattern.format(interval["low"]), pattern.format(interval["high"])
+    return f"{pattern.format(value)} ({level} CI {low} to {high}, {interval['method']})"

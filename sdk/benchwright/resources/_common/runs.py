@@ -76,6 +76,14 @@ def list_params(
     return params
 
 
+def _launch_body(args: Mapping[str, Any]) -> dict[str, Any]:
+    """A launch body from ``runs.launch``'s (or ``runs.estimate``'s) ``locals()``."""
+    named = {k: v for k, v in args.items() if k not in _NOT_BODY}
+    if named.get("hints") is not None and not isinstance(named["hints"], str):
+        named["hints"] = list(named["hints"])
+    return present(**named, **(args.get("extra") or {}))
+
+
 class RunCalls:
     """The requests of ``bw.runs``, for :class:`Runs` and :class:`AsyncRuns` alike."""
 
@@ -88,10 +96,7 @@ class RunCalls:
         without one a fresh key is made, so the SDK's own retries never launch (and
         bill) the same run twice.
         """
-        named = {k: v for k, v in args.items() if k not in _NOT_BODY}
-        if named.get("hints") is not None and not isinstance(named["hints"], str):
-            named["hints"] = list(named["hints"])
-        body = present(**named, **(args.get("extra") or {}))
+        body = _launch_body(args)
         headers = key_header(args.get("idempotency_key"), fresh=True)
         timeout = args.get("timeout")
         return Call("POST", RUNS, parser(Run), json=body, headers=headers, timeout=timeout)
@@ -99,10 +104,7 @@ class RunCalls:
     @staticmethod
     def estimate(args: Mapping[str, Any]) -> Call[AttrDict]:
         """``POST /v1/runs/estimate`` from ``runs.estimate``'s arguments: a launch body."""
-        named = {k: v for k, v in args.items() if k not in _NOT_BODY}
-        if named.get("hints") is not None and not isinstance(named["hints"], str):
-            named["hints"] = list(named["hints"])
-        body = present(**named, **(args.get("extra") or {}))
+        body = _launch_body(args)
         return Call("POST", f"{RUNS}/estimate", parse_dict, json=body, timeout=args.get("timeout"))
 
     @staticmethod

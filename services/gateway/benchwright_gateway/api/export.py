@@ -30,7 +30,7 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.context import GatewayContext
-from benchwright_gateway.render import render_spend
+from benchwright_gateway.render import render_spend, with_interval
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, GetSubsetRows, RunEventsPage, SubsetRows
 from benchwright_shared.projection import ViewCursor
@@ -178,18 +178,6 @@ def _cell(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _interval(summary: dict[str, Any], name: str, pattern: str) -> str:
-    value = summary.get(name)
-    if value is None:
-        return "-"
-    found = (summary.get("intervals") or {}).get(name)
-    if not found:
-        return pattern.format(value)
-    return f"{pattern.format(value)} (95% CI {pattern.format(found['low'])} to " + (
-        f"{pattern.format(found['high'])}, {found['method']})"
-    )
-
-
 async def _markdown(
     run: dict[str, Any], tasks: AsyncIterator[dict[str, Any]], setup: Awaitable[dict[str, Any]]
 ) -> AsyncIterator[bytes]:
@@ -206,8 +194,8 @@ async def _markdown(
         f"- model: {model.get('provider')}/{model.get('model')}",
         f"- tasks: {summary.get('passed', 0)} passed, {summary.get('failed', 0)} failed, "
         f"{summary.get('errored', 0)} errored of {summary.get('total', 0)}",
-        f"- pass rate: {_interval(summary, 'pass_rate', '{:.1%}')}",
-        f"- mean score: {_interval(summary, 'mean_score', '{:.3f}')}",
+        f"- pass rate: {with_interval(summary, 'pass_rate', '{:.1%}')}",
+        f"- mean score: {with_interval(summary, 'mean_score', '{:.3f}')}",
         f"- cost: model ${(cost.get('model') or {}).get('amount_usd', 0):.4f}, "
         f"incurred ${(cost.get('incurred') or {}).get('amount_usd', 0):.4f}",
         f"- fingerprint: `{run.get('fingerprint')}`",

@@ -3,6 +3,8 @@
 from html import escape
 from typing import Any
 
+from benchwright_gateway.render import with_interval
+
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:70rem;color:#222}
 h1{font-size:1.4rem}table{border-collapse:collapse;width:100%;margin:1rem 0}
@@ -39,8 +41,8 @@ def render_report(run: dict[str, Any], tasks: list[dict[str, Any]]) -> str:
         ("Model", f"{model.get('provider', '')}/{model.get('model', '')}"),
         ("Backend", run.get("backend")),
         ("Passed", f"{summary.get('passed', 0)} / {summary.get('total', 0)}"),
-        ("Pass rate", _with_interval(summary, "pass_rate", "{:.1%}")),
-        ("Mean score", _with_interval(summary, "mean_score", "{:.3f}")),
+        ("Pass rate", with_interval(summary, "pass_rate", "{:.1%}")),
+        ("Mean score", with_interval(summary, "mean_score", "{:.3f}")),
         ("Cost (incurred)", _money(cost, "incurred")),
         ("Fingerprint", run.get("fingerprint")),
         ("Started", run.get("created_at")),
@@ -65,17 +67,3 @@ def render_report(run: dict[str, Any], tasks: list[dict[str, Any]]) -> str:
         f"<th>error</th><th>ms</th></tr>{task_rows}</table>"
         "<p class='muted'>Generated from the run's event log.</p></body></html>"
     )
-
-
-def _with_interval(summary: dict[str, Any], name: str, pattern: str) -> str:
-    """``82.0% (95% CI 76.1% to 86.8%)``, or ``-`` when the run has no such figure."""
-    value = summary.get(name)
-    if value is None:
-        return "-"
-    intervals = summary.get("intervals") or {}
-    interval = intervals.get(name)
-    if not interval:
-        return pattern.format(value)
-    level = f"{float(intervals.get('level') or 0.95):.0%}"
-    low, high = pattern.format(interval["low"]), pattern.format(interval["high"])
-    return f"{pattern.format(value)} ({level} CI {low} to {high}, {interval['method']})"

@@ -212,46 +212,32 @@ def launch(
     fmt = output_format(output)
     with get_client() as bw:
         replay = {"from_run": resolve_run_id(bw, replay_from)} if replay_from else None
+        # One launch body, whether it is priced (--dry-run) or launched.
+        body: dict[str, Any] = {
+            "request": request,
+            "benchmark": benchmark,
+            "subset": subset,
+            "impl": impl,
+            "sut": sut,
+            "metadata": metadata or None,
+            "replay": replay,
+            "driver": driver,
+            "harness": harness,
+            "compute": compute.value if compute else None,
+            "limits": limits,
+            "hints": hint or None,
+            "phase_models": phase_models,
+            "cache": cache.value if cache else None,
+        }
         if dry_run:
-            found = bw.runs.estimate(
-                request=request,
-                benchmark=benchmark,
-                subset=subset,
-                impl=impl,
-                sut=sut,
-                metadata=metadata or None,
-                replay=replay,
-                driver=driver,
-                harness=harness,
-                compute=compute.value if compute else None,
-                limits=limits,
-                hints=hint or None,
-                phase_models=phase_models,
-                cache=cache.value if cache else None,
-            )
+            found = bw.runs.estimate(**body)
             emit(
                 dict(found),
                 fmt,
                 table=lambda: Console(highlight=False).print(estimate_table(found)),
             )
             return
-        launched = bw.runs.launch(
-            request=request,
-            benchmark=benchmark,
-            subset=subset,
-            impl=impl,
-            sut=sut,
-            metadata=metadata or None,
-            replay=replay,
-            driver=driver,
-            harness=harness,
-            compute=compute.value if compute else None,
-            limits=limits,
-            hints=hint or None,
-            phase_models=phase_models,
-            cache=cache.value if cache else None,
-            idempotency_key=key,
-        )
+        launched = bw.runs.launch(**body, idempotency_key=key)
         _attach(bw, launched, key, fmt, no_wait, checked_gate)
 
 
