@@ -91,6 +91,22 @@ async def test_a_run_exports_to_every_format(
         1.0 if want[r["task_id"]] == "pass" else 0.0 for r in ROWS
     ]
 
+    # Inspect's own reader opens the .eval export: a sample per task, the run's scores.
+    log = read_inspect_log(await bw.runs.export(run.id, "inspect"), tmp_path)
+    assert log.status == "success" and log.eval.task_id == run.id
+    assert log.results is not None
+    metrics = {s.name: s.metrics for s in log.results.scores}
+    assert metrics["pass"]["accuracy"].value == pytest.approx(run.summary.pass_rate)
+    assert log.samples is not None and len(log.samples) == len(ROWS)
+    by_id = {str(s.id): s for s in log.samples}
+    for r in ROWS:
+        sample = by_id[r["task_id"]]
+        assert sample.epoch == 1 and sample.target == r["expected"]
+        assert json.loads(str(sample.input)) == r["input"]
+        assert sample.scores is not None
+        assert sample.scores["pass"].value == ("C" if want[r["task_id"]] == "pass" else "I")
+        assert sample.output.completion.startswith("The sum is")
+
     # Another account sees nothing; an unknown format names its field.
     bob = await new_account(platform, "bob", ["runs:read"])
     async with AsyncBenchwright(api_key=bob, base_url=str(bw.base_url)) as other:
@@ -112,3 +128,44 @@ async def test_a_run_exports_to_every_format(
     )
     assert done.exit_code == 0, done.output
     assert target.read_text().splitlines()[0].startswith("task_id,index")
+
+
+def read_inspect_log(content: bytes, folder: Path) -> Any:
+    """The export read back by Inspect AI itself (as ``inspect view`` would)."""
+    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+
+    path = folder / "export.eval"
+    path.write_bytes(content)
+    summaries = read_eval_log_sample_summaries(str(path))
+    log = read_eval_log(str(path))
+    assert log.samples is not None
+    assert sorted((str(s.id), s.epoch) for s in summaries) == sorted(
+        (str(s.id), s.epoch) for s in log.samples
+    )
+    return log
+
+
+async def test_an_inspect_export_has_a_sample_per_trial(
+    platform: Platform, bw: AsyncBenchwright, calculator: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    bm = await bw.benchmarks.create(name="Tried Sums", category="math")
+    sub = await bw.benchmarks.subsets.create(benchmark=bm.id, slug="v1", tasks=ROWS[:3])
+    impl = await bw.impls.create(subset=sub.id, label="sums", code=TASK_IMPL)
+    sut = {"model": "calc", "provider": "openai_compatible", "api_base": calculator.base_url}
+    trials = {"plan": {"k": 2}, "aggregator": {"name": "mean"}}
+    launched = await bw.runs.launch(
+        benchmark=bm.id, subset=sub.id, impl=impl.id, sut=sut, trials=trials
+    )
+    run = await finish(bw, launched.id)
+    assert platform.client is not None
+    answer = await platform.client.get(f"/v1/runs/{run.id}/export", params={"format": "inspect"})
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/zip"
+    # Named as Inspect names logs: <created>_<task>_<id>.eval (``inspect log list`` reads it).
+    assert answer.headers["content-disposition"].endswith(f'_tried_sums_v1_{run.id}.eval"')
+    log = read_inspect_log(answer.content, tmp_path)
+    assert log.eval.config.epochs == 2
+    assert log.samples is not None
+    assert sorted((str(s.id), s.epoch) for s in log.samples) == sorted(
+        (r["task_id"], e) for r in ROWS[:3] for e in (1, 2)
+    )
+    assert {s.metadata["benchwright"]["trial"] for s in log.samples} == {0, 1}

@@ -198,8 +198,9 @@ class Runs:
         """The run's task results in ``format``: ``jsonl`` (one task per line, whole
         outputs), ``csv``, ``markdown`` (a report with summary, intervals, cost,
         fingerprint and the SHA-256s it was built from), ``lm-eval`` (an
-        lm-evaluation-harness results JSON) or ``lm-eval-samples`` (its samples
-        JSONL). The server streams it."""
+        lm-evaluation-harness results JSON), ``lm-eval-samples`` (its samples
+        JSONL) or ``inspect`` (an Inspect AI ``.eval`` log, one sample per task and
+        trial). The server streams it."""
         return self._http.send(RunCalls.export(run_id, format))
 
     def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> AttrDict:

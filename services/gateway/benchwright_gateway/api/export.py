@@ -11,10 +11,14 @@ as they come, so a 10,000-task run is never held in memory in one piece.
 * ``lm-eval``: lm-evaluation-harness's ``results_*.json`` shape (``results``,
   ``configs``, ``versions``, ``n-shot``, ``n-samples``, ``config``...);
 * ``lm-eval-samples``: its ``samples_*.jsonl`` shape (``doc_id``, ``doc``, ``target``,
-  ``resps``, ``filtered_resps``, the metric), the documents read from the registry.
+  ``resps``, ``filtered_resps``, the metric), the documents read from the registry;
+* ``inspect``: an Inspect AI ``.eval`` log, one sample per task and trial
+  (``benchwright_gateway.inspect_log``; needs the ``inspect`` extra).
 """
 
+import asyncio
 import csv
+import importlib
 import io
 import json
 import re
@@ -34,14 +38,16 @@ from benchwright_gateway.render import render_spend, with_interval
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, GetSubsetRows, RunEventsPage, SubsetRows
 from benchwright_shared.projection import ViewCursor
+from benchwright_shared.refusal import Refused
 
-Format = Literal["jsonl", "csv", "markdown", "lm-eval", "lm-eval-samples"]
+Format = Literal["jsonl", "csv", "markdown", "lm-eval", "lm-eval-samples", "inspect"]
 MEDIA = {
     "jsonl": ("application/x-ndjson", "jsonl"),
     "csv": ("text/csv; charset=utf-8", "csv"),
     "markdown": ("text/markdown; charset=utf-8", "md"),
     "lm-eval": ("application/json", "json"),
     "lm-eval-samples": ("application/x-ndjson", "jsonl"),
+    "inspect": ("application/zip", "eval"),
 }
 PAGE = 500
 DOCUMENTS = 200
@@ -65,16 +71,29 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     router = APIRouter(prefix="/v1/runs", tags=["runs"])
     Caller = Annotated[Principal, Depends(principal)]
 
-    async def rows(run_id: str) -> AsyncIterator[dict[str, Any]]:
+    async def pages(run_id: str) -> AsyncIterator[list[dict[str, Any]]]:
         """The run's settled task rows of its latest sweep, in index order, page by page."""
         after: tuple[Any, int] | None = None
         while True:
             page: list[dict[str, Any]] = await ctx.read(_page, run_id, after)
-            for row in page:
-                yield row
+            if page:
+                yield page
             if len(page) < PAGE:
                 return
             after = views.task_key(page[-1], "index")
+
+    async def rows(run_id: str) -> AsyncIterator[dict[str, Any]]:
+        async for page in pages(run_id):
+            for row in page:
+                yield row
+
+    async def trials(run_id: str, page: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+        """index -> each trial's own row, for a page of a run with several trials a task."""
+        invocation = int(page[0]["invocation"])
+        indexes = [int(r["idx"]) for r in page]
+        found: dict[int, list[dict[str, Any]]]
+        found = await ctx.read(views.task_trials, run_id, invocation, indexes)
+        return found
 
     async def documents(subset_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
         page = await ask(
@@ -117,12 +136,31 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             "lm-eval-samples": lambda: _lm_eval_samples(run, rows(run_id), documents),
         }
         media, extension = MEDIA[format]
-        disposition = f'attachment; filename="{run_id}.{format}.{extension}"'
+        name = f"{run_id}.{format}.{extension}"
+        if format == "inspect":
+            log = await _inspect_log()
+            name = log.file_name(run)
+            sources = _inspect_sources(run, pages(run_id), trials, documents)
+            writers["inspect"] = lambda: log.write_eval_log(run, sources)
+        disposition = f'attachment; filename="{name}"'
         return StreamingResponse(
             writers[format](), media_type=media, headers={"content-disposition": disposition}
         )
 
     return router
+
+
+async def _inspect_log() -> Any:
+    """``benchwright_gateway.inspect_log``, imported (seconds: Inspect is big) off the loop."""
+    try:
+        return await asyncio.to_thread(importlib.import_module, "benchwright_gateway.inspect_log")
+    except ImportError as exc:
+        raise Refused(
+            501,
+            "inspect export unavailable",
+            f"this deployment lacks Inspect AI ({exc.name}): install benchwright[inspect]",
+            field="format",
+        ) from exc
 
 
 def _page(cur: ViewCursor, run_id: str, after: tuple[Any, int] | None) -> list[dict[str, Any]]:
@@ -296,19 +334,71 @@ async def _lm_eval(run: dict[str, Any], setup: Awaitable[dict[str, Any]]) -> Asy
 Documents = Callable[[str, int, int], Awaitable[list[dict[str, Any]]]]
 
 
+class DocumentWindow:
+    """The registry rows (documents) of the tasks a sweep in index order reaches,
+    read ``DOCUMENTS`` at a time as it reaches them."""
+
+    def __init__(self, subset_id: str | None, documents: Documents) -> None:
+        self.subset_id = subset_id
+        self.documents = documents
+        self.window: dict[int, dict[str, Any]] = {}
+
+    async def get(self, index: int) -> dict[str, Any]:
+        if self.subset_id and index not in self.window:
+            docs = await self.documents(self.subset_id, index, DOCUMENTS)
+            self.window = {index + i: doc for i, doc in enumerate(docs)}
+        return self.window.get(index, {})
+
+
+Trials = Callable[[str, list[dict[str, Any]]], Awaitable[dict[int, list[dict[str, Any]]]]]
+
+
+async def _inspect_sources(
+    run: dict[str, Any],
+    pages: AsyncIterator[list[dict[str, Any]]],
+    trials: Trials,
+    documents: Documents,
+) -> AsyncIterator[list[Any]]:
+    """Pages of ``inspect_log.SampleSource``: one per task, or one per trial of it."""
+    from benchwright_gateway.inspect_log import SampleSource  # imported by the caller already
+
+    several = int(((run.get("trials") or {}).get("plan") or {}).get("k") or 1) > 1
+    window = DocumentWindow((run.get("subset") or {}).get("id"), documents)
+    async for page in pages:
+        per_trial = await trials(run["id"], page) if several else {}
+        sources = []
+        for row in page:
+            doc = await window.get(int(row["idx"]))
+            for trial in per_trial.get(int(row["idx"])) or [row | {"trial": 0}]:
+                sources.append(
+                    SampleSource(
+                        task_id=str(row["task_id"]),
+                        index=int(row["idx"]),
+                        trial=int(trial["trial"]),
+                        outcome=trial.get("outcome"),
+                        score=trial.get("score"),
+                        output=trial.get("output"),
+                        error_type=trial.get("error_type"),
+                        error=trial.get("error"),
+                        duration_ms=trial.get("duration_ms"),
+                        score_meta=json.loads(trial["score_meta"])
+                        if trial.get("score_meta")
+                        else {},
+                        cost=render_spend(trial),
+                        input=doc.get("input"),
+                        expected=doc.get("expected"),
+                    )
+                )
+        yield sources
+
+
 async def _lm_eval_samples(
     run: dict[str, Any], tasks: AsyncIterator[dict[str, Any]], documents: Documents
 ) -> AsyncIterator[bytes]:
-    subset_id = (run.get("subset") or {}).get("id")
-    # The documents of a window of rows, read as the tasks reach it (the registry
-    # answers up to ``DOCUMENTS`` rows at a time).
-    window: dict[int, dict[str, Any]] = {}
+    window = DocumentWindow((run.get("subset") or {}).get("id"), documents)
     async for row in tasks:
         index = int(row["idx"])
-        if subset_id and index not in window:
-            docs = await documents(subset_id, index, DOCUMENTS)
-            window = {index + i: doc for i, doc in enumerate(docs)}
-        doc = window.get(index, {})
+        doc = await window.get(index)
         output = row.get("output") or ""
         sample = {
             "doc_id": index,

@@ -142,6 +142,7 @@ class ExportFormat(StrEnum):
     markdown = "markdown"
     lm_eval = "lm-eval"
     lm_eval_samples = "lm-eval-samples"
+    inspect = "inspect"
 
 
 @run_app.command("export")
@@ -154,8 +155,9 @@ def export(
         typer.Option(help="Write to this file instead of stdout.", show_default=False),
     ] = None,
 ) -> None:
-    """Export a run's task results: jsonl, csv, a markdown report, or
-    lm-evaluation-harness's results (lm-eval) and samples (lm-eval-samples)."""
+    """Export a run's task results: jsonl, csv, a markdown report,
+    lm-evaluation-harness's results (lm-eval) and samples (lm-eval-samples), or an
+    Inspect AI log (inspect: a .eval file that inspect view opens)."""
     with get_client() as bw:
         content = bw.runs.export(resolve_run_id(bw, run_id), format.value)
     if to is None:
