@@ -20,6 +20,23 @@ BATCH_MAX_BYTES = 512 * 1024
 
 
 def runner_argv(command: RunTasks) -> list[str]:
+    """The runner of the sweep: our scorer's, or a harness's (``bench_inspect``)."""
+    if command.harness == "inspect":
+        return [
+            "python",
+            "-E",
+            "-s",
+            "bench_inspect.py",
+            "run",
+            "--task",
+            command.harness_task or "",
+            "--args",
+            json.dumps(command.harness_args),
+            "--concurrency",
+            str(command.concurrency),
+            "--task-timeout",
+            str(command.timeout_s),
+        ]
     return [
         "python",
         "-E",

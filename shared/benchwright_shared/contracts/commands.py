@@ -217,6 +217,12 @@ class RunTasks(Contract):
     egress: Egress | None = None
     # The Materialize invocation this sweep belongs to, echoed on its results.
     invocation: int | None = None
+    # A harness runs the tasks instead of the scorer: ``inspect`` evaluates the
+    # Inspect task ``harness_task`` (``file.py`` or ``file.py@name``, relative to the
+    # sandbox's working directory) with ``harness_args``; index i is its i-th sample.
+    harness: Literal["inspect"] | None = None
+    harness_task: str | None = None
+    harness_args: dict[str, Any] = Field(default_factory=dict)
 
 
 class KillSandbox(Contract):

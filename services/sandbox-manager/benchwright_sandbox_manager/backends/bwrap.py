@@ -54,6 +54,21 @@ SCORER_LIBRARIES = ("requests", "urllib3", "idna", "certifi", "charset_normalize
 SCORER_SITE = "/opt/benchwright/site"
 
 
+# Where a harness's libraries are (Inspect AI and all it imports): the site-packages
+# folder that holds them, read-only, off every path until the harness runner puts it
+# on its own (docs/decisions/0041). Library code only: no data, no keys.
+HARNESS_SITE = "/opt/benchwright/harness"
+HARNESS_PACKAGE = "inspect_ai"
+
+
+def harness_site() -> str | None:
+    """The site-packages folder holding the Inspect harness here, if it is installed."""
+    spec = importlib.util.find_spec(HARNESS_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.dirname(os.path.realpath(next(iter(spec.submodule_search_locations))))
+
+
 def scorer_libraries() -> tuple[tuple[str, str], ...]:
     """(name, directory) of each scorer library installed here; missing ones are left out."""
     found = []
@@ -72,6 +87,7 @@ class Runtime:
     executable: str
     prefix: str
     libraries: tuple[tuple[str, str], ...] = ()
+    harness: str | None = None
 
     @classmethod
     def current(cls) -> "Runtime":
@@ -80,14 +96,17 @@ class Runtime:
             executable=os.path.realpath(executable),
             prefix=os.path.realpath(sys.base_prefix),
             libraries=scorer_libraries(),
+            harness=harness_site(),
         )
 
     def library_mounts(self) -> list[str]:
-        if not self.libraries:
-            return []
-        args = _parents(f"{SCORER_SITE}/x")
-        for name, directory in self.libraries:
-            args += ["--ro-bind", directory, f"{SCORER_SITE}/{name}"]
+        args: list[str] = []
+        if self.libraries:
+            args += _parents(f"{SCORER_SITE}/x")
+            for name, directory in self.libraries:
+                args += ["--ro-bind", directory, f"{SCORER_SITE}/{name}"]
+        if self.harness:
+            args += [*_parents(HARNESS_SITE), "--ro-bind", self.harness, HARNESS_SITE]
         return args
 
     @property

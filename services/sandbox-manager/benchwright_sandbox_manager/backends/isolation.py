@@ -110,6 +110,8 @@ class Bubblewrap:
             "PYTHONPATH": f"{bwrap.SANDBOX_WORKDIR}:{bwrap.SCORER_SITE}",
             # What bench_runner (started with -E, so blind to PYTHONPATH) adds.
             "BW_SCORER_PATH": bwrap.SCORER_SITE,
+            # Where a harness runner (bench_inspect) finds its libraries, when mounted.
+            **({"BW_HARNESS_PATH": bwrap.HARNESS_SITE} if self.runtime.harness else {}),
             **plan.env,
         }
         env_bytes = json.dumps(sandbox_env).encode()

@@ -35,10 +35,12 @@ SCORE_RULE = "inspect_ai.scorer.value_to_float, clamped to [0, 1]; pass when 1.0
 
 
 def _library_path() -> None:
-    # Started with -E (no PYTHON* variables): the sandbox names the libraries here.
-    for place in os.environ.get("BW_SCORER_PATH", "").split(os.pathsep):
-        if place and place not in sys.path:
-            sys.path.append(place)
+    # Started with -E (no PYTHON* variables): the sandbox names the libraries here,
+    # Inspect's among them (BW_HARNESS_PATH, the harness's read-only site-packages).
+    for variable in ("BW_SCORER_PATH", "BW_HARNESS_PATH"):
+        for place in os.environ.get(variable, "").split(os.pathsep):
+            if place and place not in sys.path:
+                sys.path.append(place)
 
 
 def _offline() -> None:
