@@ -2,26 +2,39 @@
 # Create .venv and install Benchwright with what the platform and its tests need.
 #   scripts/bootstrap.sh            server + dev tools
 #   scripts/bootstrap.sh --model    also the offline local model (llama.cpp + SmolLM2)
+#   scripts/bootstrap.sh --browser  also Chromium, for the dashboard's browser tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_MODEL=0
-[ "${1:-}" = "--model" ] && WITH_MODEL=1
+WITH_BROWSER=0
+for arg in "$@"; do
+  case "$arg" in
+    --model) WITH_MODEL=1 ;;
+    --browser) WITH_BROWSER=1 ;;
+    *) echo "unknown option $arg (--model, --browser)" >&2; exit 2 ;;
+  esac
+done
 
-# Scorers run under bubblewrap (docs/decisions/0013): without it the local sandbox
-# backend refuses them. Installed here when we can (root with apt).
-if ! command -v bwrap >/dev/null; then
+# System packages the platform needs: installed here when we can (root with apt),
+# else named with what their absence costs.
+apt_tool() {  # apt_tool COMMAND PACKAGE WHAT-FAILS-WITHOUT-IT
+  command -v "$1" >/dev/null && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing bubblewrap"
+    echo "installing $2"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q bubblewrap >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \
-      || echo "could not install bubblewrap: sandboxes will refuse to run scorers" >&2
+    apt-get install -y -q "$2" >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q "$2" >/dev/null; } \
+      || echo "could not install $2: $3" >&2
   else
-    echo "bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap); until then" \
-      "the local sandbox backend refuses to run scorers (BW_SANDBOX_UNISOLATED=true runs" \
-      "them with no isolation, for code you trust)" >&2
+    echo "$1 is missing: install it (apt-get install $2); until then $3" >&2
   fi
-fi
+}
+# Scorers run under bubblewrap (docs/decisions/0013); BW_SANDBOX_UNISOLATED=true runs
+# them with no isolation, for code you trust.
+apt_tool bwrap bubblewrap "the local sandbox backend refuses to run scorers"
+# The dashboard's browser tests drive Debian's Chromium through Playwright (Playwright's
+# own browser download needs the internet).
+[ "$WITH_BROWSER" = 1 ] && apt_tool chromium chromium "the dashboard's browser tests skip"
 
 if [ ! -x .venv/bin/pip ]; then
   PY=$(scripts/find-python.sh)

@@ -4,8 +4,9 @@
 # nats-server and SQLite every run uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The local model too: a test runs a real completion in its worker process.
-scripts/bootstrap.sh --model
+# The local model too: a test runs a real completion in its worker process; and
+# Chromium, which the dashboard's browser tests drive.
+scripts/bootstrap.sh --model --browser
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if [ -z "${BW_TEST_NATS_URL:-}" ] && port_open 4222; then
   export BW_TEST_NATS_URL="nats://127.0.0.1:4222"

@@ -91,8 +91,10 @@ def reset_postgres(url: str) -> None:
 class Platform:
     """The embedded platform running inside the test's event loop."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Any, *, quiet: bool = True) -> None:
         self.settings = settings
+        # ``quiet=False`` prints what ``benchwright up`` prints (its sign-in link too).
+        self.quiet = quiet
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.client: httpx.AsyncClient | None = None
@@ -103,7 +105,9 @@ class Platform:
         creds_path = self.settings.data_dir / "credentials.json"
         creds_path.unlink(missing_ok=True)
         self.stop = asyncio.Event()
-        self.task = asyncio.create_task(run_embedded(self.settings, stop=self.stop, quiet=True))
+        self.task = asyncio.create_task(
+            run_embedded(self.settings, stop=self.stop, quiet=self.quiet)
+        )
         for _ in range(600):
             if creds_path.exists():
                 break

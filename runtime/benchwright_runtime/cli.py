@@ -78,6 +78,9 @@ async def run_embedded(
             console.print(f"  model proxy: http://{settings.proxy_host}:{settings.proxy_port}")
             console.print(f"  data:  {settings.data_dir}")
             console.print(f"  token: saved to {creds}")
+            # One use, minutes long: the admin's browser session, without a password.
+            link = await host.service("gateway").sign_in_link()  # type: ignore[attr-defined]
+            console.print(f"  sign in: {link}", soft_wrap=True)
         if ready_file:
             await asyncio.to_thread(ready_file.write_text, settings.gateway_url)
         await _until_signalled(stop)

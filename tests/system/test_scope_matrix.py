@@ -29,9 +29,11 @@ import fastapi.routing
 import httpx
 import pytest
 from fastapi import FastAPI
+from starlette.routing import Mount
 
 from benchwright_gateway.app import GatewayService
 from benchwright_gateway.domain import ALL_SCOPES
+from benchwright_gateway.web.routing import PageRoute
 from benchwright_shared.settings import Settings
 from tests.conftest import Platform, platform_settings
 from tests.support.fake_openai import FakeOpenAIServer
@@ -333,6 +335,10 @@ def served_routes(http: FastAPI) -> set[tuple[str, str]]:
     routes: list[Any] = list(expand(http.routes)) if expand else list(http.routes)
     found: set[tuple[str, str]] = set()
     for route in routes:
+        # The dashboard's pages answer a browser session, not a bearer credential:
+        # tests/system/test_dashboard.py checks them (and they share this API's rules).
+        if isinstance(getattr(route, "route", route), PageRoute | Mount):
+            continue
         path, methods = getattr(route, "path", None), getattr(route, "methods", None)
         assert path and methods, f"a route with no path or methods: {route!r}"
         for method in methods:

@@ -13,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsRouter
 
+from benchwright_gateway import web
 from benchwright_gateway.api import (
     access,
     admin,
@@ -101,6 +102,7 @@ class GatewayService:
         http.include_router(registry.build_router(self.ctx, principal))
         http.include_router(build_api.build_router(self.ctx, principal))
         http.include_router(registry_reads_api.build_router(self.ctx, principal))
+        web.install(http, self.ctx, verify)
 
         @http.get("/healthz")
         async def healthz() -> dict[str, str]:
@@ -148,6 +150,11 @@ class GatewayService:
             ADMIN_USERNAME, password, account=self.settings.default_account, admin=True
         )
         return {"username": ADMIN_USERNAME, "password": password}
+
+    async def sign_in_link(self) -> str:
+        """A one-time link that signs a browser in as the deployment's admin (minutes)."""
+        token = await self.blocking.run(self.app.issue_sign_in_link, ADMIN_USERNAME)
+        return f"{self.settings.gateway_url}/sign-in/link/{token}"
 
     async def start(self, broker: NatsBroker) -> None:
         self.ctx.broker = broker

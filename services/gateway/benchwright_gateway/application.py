@@ -15,12 +15,15 @@ from benchwright_gateway.domain import (
     ALL_SCOPES,
     SESSION_PREFIX,
     SESSION_TTL_S,
+    SIGN_IN_LINK_PREFIX,
+    SIGN_IN_LINK_TTL_S,
     AccessToken,
     AccountSettings,
     IdempotencyRecord,
     IdempotentAnswer,
     Login,
     Session,
+    SignInLink,
     TokenIndex,
     hash_password,
     password_matches,
@@ -86,13 +89,63 @@ class GatewayApplication(Application[uuid.UUID]):
             raise Refused(
                 401, "login failed", "unknown username or wrong password", field="password"
             )
+        token, session = self._new_session(login)
+        self.save(session)
+        return token, session
+
+    def _new_session(self, login: Login) -> tuple[str, Session]:
         token = SESSION_PREFIX + secrets.token_urlsafe(32)
         session = Session(
             token_hash(token), login.account, login.username, login.admin,
             time.time() + SESSION_TTL_S,
         )  # fmt: skip
-        self.save(session)
         return token, session
+
+    def close_session(self, token: str) -> None:
+        """Sign out: the session's token stops working at once."""
+        if not token.startswith(SESSION_PREFIX):
+            return
+        try:
+            session: Session = self.repository.get(Session.create_id(token_hash(token)))
+        except AggregateNotFoundError:
+            return
+        if not session.closed:
+            session.close()
+            self.save(session)
+
+    # -- one-time sign-in links ----------------------------------------------------------
+    def issue_sign_in_link(self, username: str) -> str:
+        """A token that opens one session for ``username``, once, within minutes.
+
+        Whoever can call this already holds the deployment (``benchwright up``'s
+        process); the token is shown once and stored only as its hash."""
+        if self.find_login(username) is None:
+            raise Refused(404, detail=f"no login {username!r}", field="username")
+        token = SIGN_IN_LINK_PREFIX + secrets.token_urlsafe(32)
+        self.save(SignInLink(token_hash(token), username, time.time() + SIGN_IN_LINK_TTL_S))
+        return token
+
+    def redeem_sign_in_link(self, token: str) -> tuple[str, Session]:
+        """Spend a sign-in link on a new session; a used, expired or unknown one is 401."""
+        refused = Refused(
+            401, "sign-in link not valid", "the link was used, has expired or is unknown",
+            field="token",
+        )  # fmt: skip
+        try:
+            link: SignInLink = self.repository.get(SignInLink.create_id(token_hash(token)))
+        except AggregateNotFoundError:
+            raise refused from None
+        login = self.find_login(link.username)
+        if login is None or not link.usable(time.time()):
+            raise refused
+        link.use()
+        session_token, session = self._new_session(login)
+        try:
+            # One transaction: two redemptions racing conflict on the link's version.
+            self.save(link, session)
+        except RecordConflictError:
+            raise refused from None
+        return session_token, session
 
     # -- personal access tokens --------------------------------------------------------
     def mint_token(self, account: str, scopes: list[str], label: str) -> str:

@@ -112,6 +112,33 @@ class Session(Aggregate):
         return not self.closed and now < self.expires_at
 
 
+# A sign-in link (``benchwright up`` prints one for the local admin): one use, minutes.
+SIGN_IN_LINK_TTL_S = 15 * 60
+SIGN_IN_LINK_PREFIX = "bw_signin_"
+
+
+class SignInLink(Aggregate):
+    """A one-time link that opens a session for a login, known only by its hash."""
+
+    @staticmethod
+    def create_id(hashed: str) -> uuid.UUID:
+        return stable_uuid("sign-in-link", hashed)
+
+    @event("SignInLinkIssued")
+    def __init__(self, hashed: str, username: str, expires_at: float) -> None:
+        self.hashed = hashed
+        self.username = username
+        self.expires_at = expires_at
+        self.used = False
+
+    @event("SignInLinkUsed")
+    def use(self) -> None:
+        self.used = True
+
+    def usable(self, now: float) -> bool:
+        return not self.used and now < self.expires_at
+
+
 class TokenIndex(Aggregate):
     """An account's tokens by id (a prefix of the hash), with labels and scopes."""
 

@@ -113,8 +113,8 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
             "events": f"{api}/events",
             "stream": f"{api}/stream",
             "report": f"{api}/report",
-            # The page for people: the run's HTML report (no web app is served).
-            "dashboard": f"{api}/report",
+            # The page for people: the dashboard's live run page (sign-in first).
+            "dashboard": f"{base_url}/runs/{run_id}",
         },
     }
 
