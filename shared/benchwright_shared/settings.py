@@ -103,6 +103,10 @@ class Settings(BaseSettings):
     openrouter_api_key: str | None = None
     together_api_key: str | None = None
 
+    # OpenTelemetry traces (docs/decisions/0039): exported where OTEL_EXPORTER_OTLP_ENDPOINT
+    # is set, unless this says no (BW_TRACING=false).
+    tracing: bool = True
+
     # JetStream consumer redelivery bound for failing handlers.
     max_deliver: int = 5
     # Replicas of every stream and bucket the platform creates: 3 on a 3-node

@@ -1,5 +1,6 @@
 """Assembles the orchestrator: store, relay, handlers. No work at import time."""
 
+import asyncio
 from dataclasses import dataclass, field
 
 from faststream.nats import NatsBroker, NatsRouter
@@ -7,12 +8,14 @@ from faststream.nats import NatsBroker, NatsRouter
 from benchwright_orchestrator import handlers
 from benchwright_orchestrator.application import RunsApplication, translate_notification
 from benchwright_orchestrator.runner import Orchestrator
+from benchwright_orchestrator.traces import RunTraces
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream
 from benchwright_shared.liveness import Membership, new_copy_id
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
+from benchwright_shared.telemetry import start_tracing
 
 
 @dataclass
@@ -24,6 +27,10 @@ class OrchestratorService:
     def __post_init__(self) -> None:
         self.store = BlockingStore(self.name)
         self.app = RunsApplication(env=eventsourcing_env(self.settings, self.name))
+        # None unless an OTLP endpoint is configured: then every saved run is traced.
+        self.tracing = start_tracing(self.name, self.settings.tracing)
+        if self.tracing is not None:
+            self.app.observe = RunTraces(self.tracing).observe
         self.relay = Relay(
             service=self.name,
             app=self.app,
@@ -56,6 +63,8 @@ class OrchestratorService:
         # On the store's thread: after any call a cancelled relay or handler left there.
         await self.store.run(self.app.close)
         self.store.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)  # exports what is left
 
 
 def build(settings: Settings) -> OrchestratorService:

@@ -14,11 +14,13 @@ from benchwright_proxy.injector import EgressInjector, InjectorError
 from benchwright_proxy.injector.wiring import ServicePorts
 from benchwright_proxy.service import ProxyRuntime
 from benchwright_proxy.settings import ProxySettings
+from benchwright_proxy.traces import CallTraces
 from benchwright_proxy.vault import handlers as vault_handlers
 from benchwright_proxy.vault.application import VaultApplication
 from benchwright_proxy.vault.crypto import VaultSealer
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
+from benchwright_shared.telemetry import start_tracing
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,10 @@ class ProxyService:
         self.app = ProxyApplication(env=eventsourcing_env(self.settings, self.name))
         self.runtime = ProxyRuntime(self.settings, self.app, self.store, self.proxy_settings)
         handlers.register(self.router, self.runtime, max_deliver=self.settings.max_deliver)
+        # None unless an OTLP endpoint is configured: then a span per model call.
+        self.tracing = start_tracing(self.name, self.settings.tracing)
+        if self.tracing is not None:
+            self.runtime.call_traces = CallTraces(self.tracing)
         # The vault keeps its own store (and key) beside the bindings.
         self.vault_store = BlockingStore(f"{self.name}-vault")
         sealer = VaultSealer.from_config(
@@ -98,6 +104,8 @@ class ProxyService:
         self.store.close()
         await self.vault_store.run(self.vault.close)
         self.vault_store.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)  # exports what is left
 
 
 def build(settings: Settings) -> ProxyService:

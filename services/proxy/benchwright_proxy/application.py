@@ -43,6 +43,7 @@ class ProxyApplication(Application[uuid.UUID]):
         ceilings: tuple[int | None, int | None] = (None, None),
         cache: dict[str, Any] | None = None,
         bounds: tuple[int | None, int | None] = (None, None),
+        telemetry: dict[str, bool] | None = None,
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``; returns (binding, key).
 
@@ -70,6 +71,9 @@ class ProxyApplication(Application[uuid.UUID]):
             self.save(binding)
         if binding.cache_setting != cache:
             binding.choose_cache(cache)
+            self.save(binding)
+        if binding.telemetry_setting != telemetry:
+            binding.choose_telemetry(telemetry)
             self.save(binding)
         return binding, key
 

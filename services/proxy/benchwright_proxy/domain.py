@@ -109,6 +109,16 @@ class ModelBinding(Aggregate):
         found: dict[str, Any] | None = getattr(self, "cache", None)  # older bindings: off
         return found
 
+    @event("TelemetryChosen")
+    def choose_telemetry(self, telemetry: dict[str, bool] | None) -> None:
+        """The run's trace options (``{"traces", "message_content"}``; None: defaults)."""
+        self.telemetry = telemetry
+
+    @property
+    def telemetry_setting(self) -> dict[str, bool] | None:
+        found: dict[str, bool] | None = getattr(self, "telemetry", None)  # older: defaults
+        return found
+
     @property
     def ceilings(self) -> tuple[int | None, int | None]:
         """(task, attempt) cost ceilings in micro-dollars; (None, None) when unset."""

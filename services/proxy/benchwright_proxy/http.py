@@ -27,6 +27,7 @@ from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.response_cache import Answers, cache_key, reads, writes
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
+from benchwright_proxy.traces import CallSpan, CallTraces
 from benchwright_proxy.usage import CallRecord
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
@@ -88,6 +89,7 @@ class _Call:
         "pool",
         "provider",
         "record_usage",
+        "span",
         "spend",
         "stamp",
         "started",
@@ -103,6 +105,7 @@ class _Call:
         auth: UpstreamAuth | None = None,
         spend: TaskSpend | None = None,
         at: Attribution | None = None,
+        span: CallSpan | None = None,
     ) -> None:
         self.binding = binding
         self.sut = sut
@@ -111,15 +114,27 @@ class _Call:
         self.record_usage = record_usage
         self.spend = spend
         self.at = at
+        # The call's trace span, when the run is traced.
+        self.span = span
         self.provider: Provider | None = None
         self.started = time.perf_counter()
         self.finished = False
         # What the answer says about its cost (``ceilings.stamp``), once it is known.
         self.stamp: dict[str, str] = {}
 
-    def finish(self, usage: dict[str, Any], ok: bool, *, cached: bool = False) -> None:
+    def finish(
+        self,
+        usage: dict[str, Any],
+        ok: bool,
+        *,
+        cached: bool = False,
+        answer: dict[str, Any] | None = None,
+        response_model: str | None = None,
+        error_type: str | None = None,
+    ) -> None:
         """Record the call; only the first of several calls counts. A ``cached`` call
-        was answered from the response cache: no tokens spent, nothing to pay."""
+        was answered from the response cache: no tokens spent, nothing to pay.
+        ``answer``, ``response_model`` and ``error_type`` are for the call's span."""
         if self.finished:
             return
         self.finished = True
@@ -147,6 +162,15 @@ class _Call:
         self.stamp = stamp(cost, usage, spent, over)
         if cached:
             self.stamp["x-benchwright-cache"] = "hit"
+        if self.span is not None:
+            self.span.end(
+                usage,
+                ok,
+                answer=answer,
+                response_model=response_model,
+                error_type=error_type,
+                cached=cached,
+            )
 
 
 Keep = Callable[[dict[str, Any]], Awaitable[None]]
@@ -157,12 +181,12 @@ async def _complete(call: _Call, body: dict[str, Any], keep: Keep | None = None)
         call.provider = await call.pool.get(call.sut)
         result = await call.provider.chat(call.sut, body, call.auth)
     except ProviderError as exc:
-        call.finish({}, False)
+        call.finish({}, False, error_type=getattr(exc, "kind", "upstream_error"))
         return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
-    except BaseException:
-        call.finish({}, False)
+    except BaseException as exc:
+        call.finish({}, False, error_type=type(exc).__name__)
         raise
-    call.finish(result.get("usage") or {}, True)
+    call.finish(result.get("usage") or {}, True, answer=result)
     if keep is not None:
         try:
             await keep(result)
@@ -172,7 +196,7 @@ async def _complete(call: _Call, body: dict[str, Any], keep: Keep | None = None)
 
 
 async def _cached(call: _Call, answer: dict[str, Any]) -> Response:
-    call.finish({}, True, cached=True)
+    call.finish({}, True, cached=True, answer=answer)
     return JSONResponse(answer, headers=call.stamp)
 
 
@@ -185,7 +209,7 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
         call.provider = await call.pool.get(call.sut)
         frames = call.provider.stream(call.sut, body, call.auth)
     except ProviderError as exc:
-        call.finish({}, False)
+        call.finish({}, False, error_type=getattr(exc, "kind", "upstream_error"))
         return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
     first = b""
     try:
@@ -200,7 +224,7 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
             call.finish(tap.usage, False)
             return _error(502, "the upstream answered with an empty stream", "upstream_error")
     except ProviderError as exc:
-        call.finish(tap.usage, False)
+        call.finish(tap.usage, False, error_type=getattr(exc, "kind", "upstream_error"))
         await frames.aclose()
         return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
     except BaseException:
@@ -234,6 +258,7 @@ async def _relay(
     call: _Call, first: bytes, frames: AsyncGenerator[bytes, None], tap: UsageTap
 ) -> AsyncGenerator[bytes, None]:
     ok = False
+    error_type: str | None = None
     try:
         if first:
             yield first
@@ -246,14 +271,16 @@ async def _relay(
             yield rest
         ok = True
     except ProviderError as exc:
+        error_type = getattr(exc, "kind", "upstream_error")
         yield error_event(exc.status, exc.detail)
     except Exception as exc:
+        error_type = type(exc).__name__
         log.exception("stream for run %s failed", call.binding.run_id)
         yield error_event(502, f"the proxy failed mid-stream: {type(exc).__name__}")
     finally:
         # Recorded first: a client that hung up cancels this generator, and an
         # await here may be cancelled again before it returns.
-        call.finish(tap.usage, ok)
+        call.finish(tap.usage, ok, response_model=tap.model, error_type=error_type)
         await frames.aclose()  # the upstream stops too
 
 
@@ -269,6 +296,7 @@ def build_http_app(
     recent: RecentCalls | None = None,
     spend: TaskSpend | None = None,
     answers: Answers | None = None,
+    traces: CallTraces | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Benchwright model proxy", docs_url=None, redoc_url=None)
     recent = recent or RecentCalls()
@@ -318,7 +346,8 @@ def build_http_app(
                     code=ceiling,
                 )
         auth = await credentials(binding)
-        call = _Call(binding, sut, pool, record_usage, auth, spend, at)
+        span = traces.start(binding, sut, body, at) if traces is not None else None
+        call = _Call(binding, sut, pool, record_usage, auth, spend, at, span)
         if body.get("stream"):
             return await _stream(call, body)
         keep: Keep | None = None

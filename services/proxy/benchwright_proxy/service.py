@@ -22,6 +22,7 @@ from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
 from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.settings import ProxySettings
+from benchwright_proxy.traces import CallTraces
 from benchwright_proxy.usage import CallRecord, UsageMeter
 from benchwright_shared.bus import publish_event
 from benchwright_shared.contracts import (
@@ -82,6 +83,8 @@ class ProxyRuntime:
         # Set by the service: derives a run's key from its attach command, the same on
         # every copy that shares the vault key (a redelivered attach changes nothing).
         self.derive: Callable[[str, str], str] | None = None
+        # Set by the service when tracing is on: a span per model call.
+        self.call_traces: CallTraces | None = None
 
     async def authenticate(self, key: str) -> ModelBinding:
         """The run a key belongs to. Bindings are cached for ``BINDING_TTL_S``: another copy
@@ -110,6 +113,7 @@ class ProxyRuntime:
         ceilings: tuple[int | None, int | None] = (None, None),
         cache: dict[str, Any] | None = None,
         bounds: tuple[int | None, int | None] = (None, None),
+        telemetry: dict[str, bool] | None = None,
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
@@ -120,7 +124,7 @@ class ProxyRuntime:
             else None
         )
         binding, key = await self.store.run(
-            self.app.attach, run_id, account, sut, secret, ceilings, cache, bounds
+            self.app.attach, run_id, account, sut, secret, ceilings, cache, bounds, telemetry
         )
         self._bindings[run_id] = (binding, time.monotonic())
         self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
@@ -151,6 +155,7 @@ class ProxyRuntime:
             (command.task_cost_micros, command.attempt_cost_micros),
             command.cache,
             (command.task_rows, command.trials_k),
+            command.telemetry,
         )
         reply = ModelAttached(
             command_id=command.command_id,
@@ -248,6 +253,7 @@ class ProxyRuntime:
             self.credentials_for,
             spend=self.spend,
             answers=StoredAnswers(self.app, self.store),
+            traces=self.call_traces,
         )
         config = uvicorn.Config(
             http_app,

@@ -66,6 +66,8 @@ class UsageTap:
     def __init__(self, *, forward_usage_chunk: bool) -> None:
         self.forward_usage_chunk = forward_usage_chunk
         self.usage: dict[str, Any] = {}
+        # The model the upstream says answered, from the chunk carrying usage.
+        self.model: str | None = None
         self._buffer = b""
 
     def feed(self, data: bytes) -> bytes:
@@ -97,6 +99,8 @@ class UsageTap:
         usage = chunk.get("usage")
         if isinstance(usage, dict) and usage:
             self.usage = usage
+            model = chunk.get("model")
+            self.model = model if isinstance(model, str) else self.model
             if not self.forward_usage_chunk and not chunk.get("choices"):
                 return b""  # the chunk we asked for on the proxy's behalf
         return raw_event
