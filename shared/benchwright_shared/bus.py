@@ -123,7 +123,7 @@ async def declare_streams(js: JetStreamContext, *, replicas: int = 1) -> None:
             await js.update_stream(config)
 
 
-OBJECT_BUCKETS = (subjects.DATASETS_BUCKET, subjects.SNAPSHOTS_BUCKET)
+OBJECT_BUCKETS = (subjects.DATASETS_BUCKET, subjects.SNAPSHOTS_BUCKET, subjects.ARTIFACTS_BUCKET)
 
 
 async def declare_buckets(js: JetStreamContext, *, replicas: int = 1) -> None:

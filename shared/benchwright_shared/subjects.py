@@ -19,6 +19,9 @@ DATASETS_BUCKET: Final = "bw-datasets"
 # Object store bucket holding sandbox snapshots (content-addressed tar.gz), so any
 # sandbox-manager copy can restore what another one captured.
 SNAPSHOTS_BUCKET: Final = "bw-snapshots"
+# Object store bucket holding files a run's sandbox handed out (an Inspect harness's
+# .eval logs), content-addressed under the run's id; the run log points at them.
+ARTIFACTS_BUCKET: Final = "bw-artifacts"
 
 # Commands --------------------------------------------------------------------
 LAUNCH_RUN: Final = "bw.cmd.orchestrator.launch_run.v1"

@@ -39,6 +39,10 @@ def test_each_launch_mode_runs_its_phases_in_order() -> None:
     assert plan_phases("natural_language", has_impl=False, harness="inspect") == [
         "setup", "attach", "materialize", "report",
     ]  # fmt: skip
+    # An inspect_evals task is pinned to the catalog subset that feeds it: Fetch lays it.
+    assert plan_phases("pinned", has_impl=False, harness="inspect") == [
+        "fetch", "setup", "attach", "materialize", "report",
+    ]  # fmt: skip
 
 
 def test_a_replay_on_a_newer_snapshot_fetches_and_sets_it_up_first() -> None:

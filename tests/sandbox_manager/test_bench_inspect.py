@@ -150,7 +150,8 @@ def run_rows(
 ) -> list[dict[str, Any]]:
     listed = bridge(folder, model, "list", "--task", spec, "--args", json.dumps(task_args))
     assert listed.returncode == 0, listed.stderr
-    (folder / "inspect_samples.json").write_text(listed.stdout)
+    ids = json.loads((folder / "inspect_samples.json").read_text())
+    assert json.loads(listed.stdout)["samples"] == len(ids)
     stdin = "\n".join(json.dumps({"index": i, "trial": t}) for i, t in pairs)
     done = bridge(
         folder, model, "run", "--task", spec, "--args", json.dumps(task_args), *options, stdin=stdin

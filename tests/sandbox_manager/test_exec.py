@@ -44,6 +44,7 @@ async def test_exec_reports_exit_code_output_and_a_scrubbed_env(
         "HOME",
         "PYTHONPATH",
         "BW_SCORER_PATH",
+        "BW_HARNESS_PATH",  # where the Inspect harness's read-only libraries are mounted
         "PYTHONUNBUFFERED",
         "PYTHONDONTWRITEBYTECODE",
         "BW_MODEL_MODEL",

@@ -39,8 +39,9 @@ async def test_an_inspect_sweep_runs_in_the_sandbox(tmp_path: Path) -> None:
         argv = ["python", "-E", "-s", "bench_inspect.py", "list", "--task", "arith.py"]
         listed = await backend.exec("s1", argv, stdin=None, env=env, timeout_s=120)
         assert listed.exit_code == 0, listed.stderr
-        assert json.loads(listed.stdout) == [r["id"] for r in rows]
-        await backend.put_file("s1", "inspect_samples.json", listed.stdout.encode())
+        assert json.loads(listed.stdout)["samples"] == len(rows)
+        written = await backend.get_file("s1", "inspect_samples.json")
+        assert json.loads(written) == [r["id"] for r in rows]
 
         command = RunTasks(
             command_id="c1",

@@ -94,17 +94,25 @@ def test_launch_flags_map_onto_the_launch_body(runner: CliRunner, gateway: FakeG
     }
 
 
-def test_an_unavailable_harness_bridge_shows_the_servers_reason(
+def test_an_unsupported_harness_shows_the_servers_reason(
     runner: CliRunner, gateway: FakeGateway
 ) -> None:
     detail = (
-        "harness: Value error, the 'inspect' harness bridge is not available in this "
-        "deployment; omit 'harness' to have the Driver write the scorer"
+        "harness: Value error, the 'lmeval' harness is not supported here (its tasks fetch "
+        "their data from the internet); use 'inspect' (an Inspect AI task file with its "
+        "local data, in metadata.inspect_harness) or 'benchwright' (the default)"
     )
     gateway.on("POST", "/v1/runs", problem(400, "invalid request", detail, field="harness"))
-    result = runner.invoke(app, ["run", "launch", "Run MMLU", "--harness", "inspect"])
+    argv = ["run", "launch", "Run MMLU", "--harness", "lmeval", "--harness-task", "mmlu"]
+    result = runner.invoke(app, argv)
     assert result.exit_code == 1
     assert result.stderr == f"error: invalid request: {detail} (field: harness)\n"
+
+
+def test_an_inspect_harness_needs_its_task(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["run", "launch", "Run MMLU", "--harness", "inspect"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --harness inspect needs --harness-task\n"
 
 
 @pytest.mark.parametrize(

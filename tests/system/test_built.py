@@ -5,7 +5,7 @@ the next run records; no earlier run changes."""
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +49,6 @@ def calculator() -> Iterator[FakeOpenAIServer]:
     server = FakeOpenAIServer(arithmetic).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-async def bw(platform: Platform) -> AsyncIterator[AsyncBenchwright]:
-    assert platform.client is not None
-    async with AsyncBenchwright(
-        api_key=platform.token, base_url=str(platform.client.base_url).rstrip("/")
-    ) as client:
-        yield client
 
 
 def sut(server: FakeOpenAIServer) -> dict[str, str]:

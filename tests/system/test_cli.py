@@ -102,7 +102,7 @@ async def test_ci_gate_reattaches_and_names_its_run_last(
     assert json.loads(again.stdout)["id"] == final["run"]["id"]
 
 
-async def test_unavailable_harness_bridge_is_refused_in_one_line(
+async def test_an_inspect_evals_task_without_offline_data_is_refused_in_one_line(
     platform: Platform, cli_env: None
 ) -> None:
     result = await cli(
@@ -112,9 +112,9 @@ async def test_unavailable_harness_bridge_is_refused_in_one_line(
         "--harness",
         "inspect",
         "--harness-task",
-        "inspect_evals/mmlu_0_shot",
+        "inspect_evals/drop",
     )
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
-    assert "the 'inspect' harness bridge is not available" in result.stderr
-    assert "(field: harness)" in result.stderr
+    assert "inspect_evals/drop loads its data from the Hugging Face hub" in result.stderr
+    assert "(field: metadata.inspect_harness.task)" in result.stderr

@@ -5,7 +5,6 @@ only; the CLI writes them to a file."""
 import csv
 import io
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ def calculator() -> Any:
     server = FakeOpenAIServer(arithmetic).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-async def bw(platform: Platform) -> AsyncIterator[AsyncBenchwright]:
-    assert platform.client is not None
-    base_url = str(platform.client.base_url).rstrip("/")
-    async with AsyncBenchwright(api_key=platform.token, base_url=base_url) as client:
-        yield client
 
 
 async def test_a_run_exports_to_every_format(

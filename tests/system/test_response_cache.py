@@ -2,13 +2,11 @@
 answers; its replay with the cache on makes no model call and scores the same; k trials
 of a task stay k samples; every hit is in the replay's log."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from benchwright import AsyncBenchwright, BadRequestError
-from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.system.test_authoring import TASK_IMPL, arithmetic
 from tests.system.test_leaderboards import finish
@@ -23,14 +21,6 @@ def calculator() -> Any:
     server = FakeOpenAIServer(arithmetic).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-async def bw(platform: Platform) -> AsyncIterator[AsyncBenchwright]:
-    assert platform.client is not None
-    base_url = str(platform.client.base_url).rstrip("/")
-    async with AsyncBenchwright(api_key=platform.token, base_url=base_url) as client:
-        yield client
 
 
 async def test_a_cached_replay_asks_the_model_nothing_and_scores_the_same(

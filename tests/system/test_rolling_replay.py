@@ -5,13 +5,11 @@ anchor keeps what it ran; a replay of a run on a frozen subset is pinned as befo
 """
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from benchwright import AsyncBenchwright, BadRequestError
-from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.connected]
@@ -54,15 +52,6 @@ def calculator() -> Any:
     server = FakeOpenAIServer(arithmetic).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-async def bw(platform: Platform) -> AsyncIterator[AsyncBenchwright]:
-    assert platform.client is not None
-    async with AsyncBenchwright(
-        api_key=platform.token, base_url=str(platform.client.base_url).rstrip("/")
-    ) as client:
-        yield client
 
 
 def sut(server: FakeOpenAIServer, model: str = "calc") -> dict[str, str]:

@@ -242,15 +242,72 @@ def _parse_regression_gate(value: str, rest: str) -> RegressionGate:
     return RegressionGate(reference, alpha)
 
 
-def harness_metadata(harness: str | None, task: str | None) -> dict[str, Any]:
-    """Where a harness reads its task: ``metadata.<harness>_harness.task``
-    (``harbor`` calls it a dataset)."""
+# What the CLI sends of a task file's folder (the server takes up to 512 KiB in all).
+BUNDLE_MAX_FILES = 100
+BUNDLE_MAX_BYTES = 512 * 1024
+BUNDLE_SKIP = {"__pycache__", "logs", "node_modules"}
+
+
+def harness_metadata(
+    harness: str | None, task: str | None, args: list[str] | None = None
+) -> dict[str, Any]:
+    """Where a harness reads its task: ``metadata.<harness>_harness``. A local Inspect
+    task file goes with the files of its folder (its datasets); ``args`` are
+    ``KEY=VALUE`` task arguments, each value read as JSON when it parses."""
     if task is None:
+        if harness not in (None, "benchwright"):
+            fail(f"--harness {harness} needs --harness-task", EXIT_USAGE)
         return {}
     if harness is None:
-        fail("--harness-task needs --harness (inspect, lmeval, lighteval, harbor)", EXIT_USAGE)
-    key = "dataset" if harness == "harbor" else "task"
-    return {f"{harness}_harness": {key: task}}
+        fail("--harness-task needs --harness inspect", EXIT_USAGE)
+    found: dict[str, Any] = {"task": task}
+    if args:
+        found["args"] = dict(_task_arg(a) for a in args)
+    if harness == "inspect" and not task.startswith("inspect_evals/"):
+        found |= inspect_bundle(task)
+    return {f"{harness}_harness": found}
+
+
+def _task_arg(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        fail(f"--harness-arg takes KEY=VALUE, not {text!r}", EXIT_USAGE)
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def inspect_bundle(task: str) -> dict[str, Any]:
+    """``task`` (``path/file.py[@name]``) as the server takes it: the task named
+    relative to the file's folder, and every file of that folder by relative path."""
+    path, at, name = task.partition("@")
+    file = Path(path)
+    if not file.is_file():
+        fail(f"--harness-task {path}: no such file", EXIT_USAGE)
+    root = file.resolve().parent
+    files: dict[str, str] = {}
+    size = 0
+    for found in sorted(root.rglob("*")):
+        relative = found.relative_to(root)
+        hidden = any(p.startswith(".") or p in BUNDLE_SKIP for p in relative.parts)
+        if hidden or not found.is_file():
+            continue
+        if found.suffix in (".pyc", ".eval"):
+            continue
+        try:
+            files[relative.as_posix()] = found.read_text()
+        except UnicodeDecodeError:
+            fail(f"{found} is not text: an Inspect task's files are sent as text", EXIT_USAGE)
+        size += len(files[relative.as_posix()].encode())
+        if len(files) > BUNDLE_MAX_FILES or size > BUNDLE_MAX_BYTES:
+            fail(
+                f"the folder of {file} holds more than {BUNDLE_MAX_FILES} files or "
+                f"{BUNDLE_MAX_BYTES // 1024} KiB: put the task and its data in a folder "
+                "of their own",
+                EXIT_USAGE,
+            )
+    return {"task": file.name + (f"@{name}" if at else ""), "files": files}
 
 
 def git_commit(cwd: Path) -> str:

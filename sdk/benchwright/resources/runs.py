@@ -73,7 +73,11 @@ class Runs:
         (``limit``...), not a queryable tag. ``cache`` (``"read"``, ``"read_write"``
         or ``{"mode": ..., "ttl": seconds}``; off by default) lets the proxy answer a
         model call it answered before, for the same account, model, request and
-        trial, at no cost. Every field is forwarded as given and
+        trial, at no cost. ``harness="inspect"`` runs an Inspect AI task instead of a
+        scorer: ``metadata={"inspect_harness": {"task": "arith.py@arith", "args": {...},
+        "files": {"arith.py": ..., "data/arith.jsonl": ...}}}`` (a task file and its
+        local data), or ``{"task": "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed
+        the catalog's rows). Every field is forwarded as given and
         validated by the server; ``timeout`` bounds this request (seconds), not the
         run (see :meth:`wait`).
 

@@ -1,6 +1,6 @@
 """The orchestrator's application: runs in, run logs out."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -53,6 +53,10 @@ class RunsApplication(RelayedApplication):
     # Loading a long run stays cheap: a snapshot every few thousand events.
     snapshotting_intervals = {Run: 2000}
 
+    # Told each saved run's new events once they are stored (the run's trace, when
+    # tracing is on: ``traces.RunTraces.observe``).
+    observe: Callable[[Run, Sequence[DomainEventProtocol[Any]]], None] | None = None
+
     def save(
         self,
         *objs: MutableOrImmutableAggregate[Any] | DomainEventProtocol[Any] | None,
@@ -61,11 +65,15 @@ class RunsApplication(RelayedApplication):
         """Store the objects' new events, each Run event first checked as the log entry
         it becomes (``to_run_event``): what the log's readers cannot read is refused
         (``RunEventError``) before anything is stored."""
-        for obj in objs:
-            if isinstance(obj, Run):
-                for pending in obj.pending_events:
-                    to_run_event(pending)
-        return super().save(*objs, **kwargs)
+        saved = [(obj, list(obj.pending_events)) for obj in objs if isinstance(obj, Run)]
+        for _, pending in saved:
+            for domain_event in pending:
+                to_run_event(domain_event)
+        recordings = super().save(*objs, **kwargs)
+        if self.observe is not None:
+            for run, pending in saved:
+                self.observe(run, pending)
+        return recordings
 
     def launch(self, command: LaunchRun, default_backend: str = "local") -> tuple[Run, bool]:
         """Create the run for ``command``; (run, created). A repeat returns the stored run.
@@ -117,6 +125,8 @@ class RunsApplication(RelayedApplication):
             hints=command.hints or None,
             phase_models=command.phase_models or None,
             cache=command.cache,
+            harness=command.harness,
+            telemetry=command.telemetry,
             # A replay or fork that names no compute stays where its parent ran.
             backend=(
                 parent.backend

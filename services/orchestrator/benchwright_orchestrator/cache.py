@@ -26,6 +26,12 @@ CELL_EVENTS = {
 }
 
 
+def cacheable(phase: str, run: Run) -> bool:
+    """Whether ``phase`` of ``run`` may be copied from a cell. A harness run's Setup
+    is not: it lays the run's own task files and lists their samples (seconds)."""
+    return phase in CACHEABLE_PHASES and run.harness_name is None
+
+
 def phase_inputs(phase: str, run: Run, driver: str, driver_model: str | None) -> dict[str, Any]:
     """The inputs of ``phase`` for ``run`` as it stands when the phase starts."""
     common = {"phase": phase, "version": PHASE_LOGIC_VERSION[phase]}

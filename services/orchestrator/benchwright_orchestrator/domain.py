@@ -86,9 +86,16 @@ class Run(Aggregate):
         hints: list[str] | None = None,
         phase_models: dict[str, str] | None = None,
         cache: dict[str, Any] | None = None,
+        harness: dict[str, Any] | None = None,
+        telemetry: dict[str, bool] | None = None,
     ) -> None:
         self.run_id = run_id
         self.cache = cache
+        # A third-party harness scoring the run (``LaunchRun.harness``): its task and files.
+        self.harness = harness
+        # (name, sha256) of each log the harness wrote that the run keeps.
+        self.harness_logs: list[tuple[str, str]] = []
+        self.telemetry = telemetry
         self.trials = trials or dict(DEFAULT_TRIALS)
         self.account = account
         self.mode = mode
@@ -148,7 +155,14 @@ class Run(Aggregate):
         sets up the current rows itself and takes only the scorer from its parent."""
         return self.mode == "replay" and bool((self.replay or {}).get("from_subset_id"))
 
-    # -- lifecycle ------------------------------------------------------------------
+    @property
+    def harness_name(self) -> str | None:
+        """The third-party harness scoring the run (``inspect``), None for our own."""
+        harness: dict[str, Any] | None = getattr(self, "harness", None)
+        return str(harness["name"]) if harness else None
+
+        # -- lifecycle ------------------------------------------------------------------
+
     def _check_open(self) -> None:
         if self.status in TERMINAL_STATUSES:
             raise RunAlreadyFinishedError(self.run_id)
@@ -472,6 +486,20 @@ class Run(Aggregate):
     ) -> None:
         """The hash of a phase's inputs; with ``cache_hit`` its work was copied, not done."""
         self.phase_fingerprints[phase] = fingerprint
+
+    @event("HarnessLogArtifact")
+    def harness_log(
+        self,
+        name: str,
+        media_type: str,
+        bucket: str,
+        object_name: str,
+        sha256: str,
+        size_bytes: int,
+    ) -> None:
+        """A log the harness wrote: kept, downloadable, outside the fingerprint (it
+        holds timestamps; the task results it reports are what the run is)."""
+        self.harness_logs.append((name, sha256))
 
     @event("SnapshotCreated")
     def snapshot_created(

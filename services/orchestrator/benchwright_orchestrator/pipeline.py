@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from benchwright_orchestrator.cache import (
-    CACHEABLE_PHASES,
     CELL_EVENTS,
+    cacheable,
     phase_fingerprint,
     phase_inputs,
 )
@@ -140,9 +140,9 @@ class RunPipeline:
     # -- the phase cache --------------------------------------------------------------
     async def _from_cache(self, phase: str) -> bool:
         """Fingerprint a cacheable phase; copy a matching cell's work instead of doing it."""
-        if phase not in CACHEABLE_PHASES:
-            return False
         run = self.run
+        if not cacheable(phase, run):
+            return False
         fingerprint = phase_fingerprint(
             phase_inputs(
                 phase, run, self.driver.name, self.driver.phase_models.get(phase, self.driver.model)
@@ -196,6 +196,7 @@ class RunPipeline:
                 has_impl=bool(run.impl_id or run.scorer),
                 from_phase=(run.fork or {}).get("from_phase"),
                 new_snapshot=run.on_new_snapshot,
+                harness=run.harness_name,
             )
             run.start_pipeline(remaining)
             run.driver_selected(

@@ -52,8 +52,11 @@ def plan_phases(
     subset, whose rows it must fetch and set up itself.
     """
     if harness in BRIDGE_HARNESSES and mode in ("natural_language", "pinned"):
-        # The harness brings its dataset and scorer, and its task names the benchmark.
-        return ["setup", "attach", "materialize", "report"]
+        # The harness brings its scorer, and its task names the benchmark. A task file
+        # brings its data too; a pinned one (an inspect_evals task) is fed a catalog
+        # subset, which Fetch lays into the sandbox.
+        fetch = ["fetch"] if mode == "pinned" else []
+        return [*fetch, "setup", "attach", "materialize", "report"]
     if mode == "natural_language":
         return ["find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report"]
     if mode == "pinned":

@@ -133,6 +133,7 @@ class Workspace(Protocol):
         files: list[SandboxFile] | None = None,
         stdin: str | None = None,
         timeout_s: float = 120.0,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished: ...
 
     async def run_python(self, script: str, args: list[str], stdin: str | None = None) -> Any: ...

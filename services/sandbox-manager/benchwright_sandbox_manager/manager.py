@@ -16,6 +16,7 @@ are billed and never looked for again.
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Coroutine
@@ -50,6 +51,7 @@ from benchwright_shared.bus import declare_buckets, jetstream, publish_event
 from benchwright_shared.contracts import (
     CreateSandbox,
     ExecInSandbox,
+    ExportedFile,
     KillSandbox,
     RunTasks,
     SandboxCommandFailed,
@@ -381,8 +383,37 @@ class SandboxManager:
             stderr=result.stderr,
             timed_out=result.timed_out,
             duration_ms=result.duration_ms,
+            exported=await self._export(command),
         )
         await publish_event(self.bus(), finished, msg_id=f"{command.command_id}:exec")
+
+    async def _export(self, command: ExecInSandbox) -> list[ExportedFile]:
+        """Hand out the files ``command.export`` names: into the artifacts bucket, each
+        under ``<run id>/<sha256>``; a file the sandbox does not hold is left out."""
+        if not command.export:
+            return []
+        sandbox = await self.held_sandbox(command.sandbox_id)
+        backend = self.backend(sandbox.backend)
+        bucket = await jetstream(self.bus()).object_store(subjects.ARTIFACTS_BUCKET)
+        exported = []
+        for path in command.export:
+            try:
+                data = await backend.get_file(command.sandbox_id, path)
+            except (BackendError, OSError):
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            name = f"{command.run_id}/{digest}"
+            await bucket.put(name, data)
+            exported.append(
+                ExportedFile(
+                    path=path,
+                    bucket=subjects.ARTIFACTS_BUCKET,
+                    object_name=name,
+                    sha256=digest,
+                    size_bytes=len(data),
+                )
+            )
+        return exported
 
     # -- snapshot -----------------------------------------------------------------
     async def snapshot(self, command: SnapshotSandbox) -> None:

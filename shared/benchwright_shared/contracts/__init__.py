@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from benchwright_shared.contracts.events import (
         DriverUsageRecorded,
+        ExportedFile,
         ModelAttached,
         ModelUsageRecorded,
         SandboxCommandFailed,
@@ -101,6 +102,7 @@ __all__ = [
     "DriverUsageRecorded",
     "Egress",
     "ExecInSandbox",
+    "ExportedFile",
     "GetImpl",
     "GetRunCost",
     "GetRunEvents",

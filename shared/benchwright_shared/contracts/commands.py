@@ -61,6 +61,11 @@ class LaunchRun(Contract):
     phase_models: dict[str, str] = Field(default_factory=dict)
     # The proxy's response cache: ``{"mode": "read" | "read_write", "ttl": seconds}``.
     cache: dict[str, Any] | None = None
+    # A third-party harness that scores the run instead of a scorer:
+    # ``{"name": "inspect", "task": "file.py@name", "args": {...}, "files": {path: text}}``.
+    harness: dict[str, Any] | None = None
+    # The run's traces: ``{"traces": bool, "message_content": bool}``; None: the defaults.
+    telemetry: dict[str, bool] | None = None
     # The resolved trials config; frozen on the run so replays reproduce it.
     trials: dict[str, Any] = Field(
         default_factory=lambda: {"plan": {"k": 1}, "aggregator": {"name": "any_pass"}}
@@ -177,6 +182,9 @@ class ExecInSandbox(Contract):
     timeout_s: float = 120.0
     env: dict[str, str] = Field(default_factory=dict)
     egress: Egress | None = None
+    # Files (relative paths) to hand out once the command ends: each goes to the
+    # artifacts bucket and comes back in ``SandboxExecFinished.exported``.
+    export: list[str] = Field(default_factory=list, max_length=1000)
 
 
 class SnapshotSandbox(Contract):
@@ -254,6 +262,8 @@ class AttachModel(Contract):
     trials_k: int | None = None
     # The run's response cache (``LaunchRun.cache``); None: every call goes upstream.
     cache: dict[str, Any] | None = None
+    # The run's traces (``LaunchRun.telemetry``); None: the deployment's defaults.
+    telemetry: dict[str, bool] | None = None
 
 
 class DetachModel(Contract):

@@ -44,6 +44,18 @@ class SandboxKilled(Contract):
     killed_at: datetime | None = None
 
 
+class ExportedFile(BaseModel):
+    """A file a sandbox handed out: where it now lies in the object store."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    bucket: str
+    object_name: str
+    sha256: str
+    size_bytes: int
+
+
 class SandboxExecFinished(Contract):
     """``ExecInSandbox`` ran to its end (or its timeout). Output is truncated to 64 KiB each."""
 
@@ -57,6 +69,8 @@ class SandboxExecFinished(Contract):
     stderr: str = ""
     timed_out: bool = False
     duration_ms: int = 0
+    # What ``ExecInSandbox.export`` asked for and was there (a missing file is left out).
+    exported: list[ExportedFile] = Field(default_factory=list)
 
 
 class SandboxSnapshotted(Contract):

@@ -69,6 +69,10 @@ class RunLaunched(_Data):
     phase_models: dict[str, str] | None = None
     # The proxy's response cache for the run's model calls (None: off).
     cache: dict[str, Any] | None = None
+    # The third-party harness that scores the run, its task and files (None: our own).
+    harness: dict[str, Any] | None = None
+    # The run's traces, as launched (None: the deployment's defaults).
+    telemetry: dict[str, bool] | None = None
 
 
 class DriverSelected(_Data):
@@ -262,6 +266,17 @@ class SnapshotCreated(_Data):
     inherited_from: str | None = None
 
 
+class HarnessLogArtifact(_Data):
+    """A log the run's harness wrote (an Inspect ``.eval``), kept in the object store."""
+
+    name: str
+    media_type: str
+    bucket: str
+    object_name: str
+    sha256: str
+    size_bytes: int
+
+
 class MaterializeTaskResult(_Data):
     task_id: str
     index: int
@@ -363,6 +378,7 @@ RUN_EVENT_TYPES: dict[str, type[RunEventData]] = {
         AtomizeArtifact,
         ModelProxyArtifact,
         SnapshotCreated,
+        HarnessLogArtifact,
         MaterializeTaskResult,
         MaterializeTaskAggregated,
         ReportFile,

@@ -19,13 +19,14 @@ from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.narration import narrate
 from benchwright_gateway.api.report import render_report
 from benchwright_gateway.context import GatewayContext
-from benchwright_shared.bus import ask
+from benchwright_shared.bus import ask, jetstream
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
 from benchwright_shared.contracts.run_events import (
     AnalyzeArtifact,
     AtomizeArtifact,
     DatasetTasksArtifact,
     FetchArtifact,
+    HarnessLogArtifact,
     ModelProxyArtifact,
     ReportFile,
     SetupArtifact,
@@ -48,6 +49,8 @@ KINDS: dict[str, tuple[str, str, str, str | None]] = run_event_table(
         AtomizeArtifact: ("atomize", "atomize", "text/x-python", "code"),
         ModelProxyArtifact: ("model_proxy", "attach", "application/yaml", "litellm_config_yaml"),
         SnapshotCreated: ("snapshot", "", "application/json", None),
+        # The content lies in the object store (an Inspect .eval log): read on download.
+        HarnessLogArtifact: ("inspect_log", "materialize", "application/zip", None),
         ReportFile: ("report", "report", "", "content"),
     }
 )
@@ -73,8 +76,12 @@ def _content(event: dict[str, Any]) -> tuple[str, bytes]:
 
 def _describe(event: dict[str, Any], version: int, latest: bool) -> dict[str, Any]:
     kind, phase, _, _ = KINDS[event["type"]]
-    media_type, content = _content(event)
     data = event["data"]
+    if event["type"] == "HarnessLogArtifact":  # described by its log entry, not fetched
+        media_type, size, digest = data["media_type"], data["size_bytes"], data["sha256"]
+    else:
+        media_type, content = _content(event)
+        size, digest = len(content), sha256_hex(content)
     return {
         "id": artifact_id(event["seq"]),
         "object": "artifact",
@@ -85,8 +92,9 @@ def _describe(event: dict[str, Any], version: int, latest: bool) -> dict[str, An
         "latest": latest,
         "created_at": event["ts"],
         "media_type": media_type,
-        "size_bytes": len(content),
-        "sha256": sha256_hex(content),
+        "size_bytes": size,
+        "sha256": digest,
+        **({"name": data["name"]} if event["type"] == "HarnessLogArtifact" else {}),
         "inherited_from": data.get("inherited_from"),
     }
 
@@ -170,7 +178,18 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     async def artifact_content(run_id: str, art_id: str, caller: Caller) -> Response:
         """The artifact itself: the scorer's code, the LiteLLM config, the report file."""
         caller.require("artifacts:read")
-        media_type, content = _content(await one(caller, run_id, art_id))
+        event = await one(caller, run_id, art_id)
+        if event["type"] == "HarnessLogArtifact":
+            data = event["data"]
+            store = await jetstream(ctx.bus()).object_store(data["bucket"])
+            found = await store.get(data["object_name"])
+            disposition = f'attachment; filename="{data["name"]}"'
+            return Response(
+                found.data or b"",
+                media_type=data["media_type"],
+                headers={"content-disposition": disposition},
+            )
+        media_type, content = _content(event)
         return Response(content, media_type=media_type)
 
     @router.get("/{run_id}/report", response_class=HTMLResponse)

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Header, Response
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import estimate as estimate_api
 from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.harness import inspect_launch
 from benchwright_gateway.api.idempotency import key_reused
 from benchwright_gateway.api.lookup import load_run, show, wait_for_row
 from benchwright_gateway.api.models import ForkRequest, LaunchRequest, RunPatch, SutIn
@@ -143,6 +144,8 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
     ) -> Callable[[str], Awaitable[LaunchRun]]:
         """Check a launch body; the function that turns it into the command for a run id."""
         modes = [m for m in ("request", "benchmark", "replay") if getattr(body, m) is not None]
+        if body.bridged():
+            check_bridged(body, modes)
         if len(modes) > 1:
             raise Refused(
                 400,
@@ -151,7 +154,7 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 field=modes[0] if modes[0] != "benchmark" else modes[1],
                 code="invalid_argument",
             )
-        if not modes:
+        if not modes and not body.bridged():
             raise Refused(
                 400,
                 "nothing to run",
@@ -200,7 +203,10 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
                 "hints": body.hint_list(),
                 "phase_models": body.phase_models or {},
                 "cache": body.cache_setting(),
+                "telemetry": body.telemetry_setting(),
             }
+            if body.bridged():
+                return await bridged_command(caller, body, common)
             if body.request is not None:
                 return LaunchRun(mode="natural_language", request=body.request, **common)
             if body.replay is not None:
@@ -209,15 +215,27 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
 
         return start
 
-    async def pinned_command(
-        caller: Principal, body: LaunchRequest, common: dict[str, Any]
-    ) -> LaunchRun:
-        assert body.benchmark is not None
+    def check_bridged(body: LaunchRequest, modes: list[str]) -> None:
+        """A harness run names its task, not a benchmark or a parent, and needs a model."""
+        if "benchmark" in modes or "replay" in modes:
+            field = "benchmark" if "benchmark" in modes else "replay"
+            raise Refused(
+                400,
+                f"a {body.harness} run takes no '{field}'",
+                f"the {body.harness} harness runs the task named in "
+                f"metadata.{body.harness}_harness",
+                field=field,
+            )
+        inspect_launch(body.metadata.model_dump(exclude_none=True))  # refused here, not later
+        if body.sut is None:
+            raise Refused(400, f"a {body.harness} run needs 'sut'", field="sut")
+
+    async def resolve(
+        caller: Principal, benchmark: str, subset: str | None, impl: str | None
+    ) -> BenchmarkResolution:
         resolution = await ask(
             ctx.bus(),
-            ResolveBenchmark(
-                account=caller.account, benchmark=body.benchmark, subset=body.subset, impl=body.impl
-            ),
+            ResolveBenchmark(account=caller.account, benchmark=benchmark, subset=subset, impl=impl),
             BenchmarkResolution,
             timeout=QUERY_TIMEOUT_S,
         )
@@ -226,6 +244,42 @@ def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Princip
             code = str((p.extra or {}).get("code") or "not_found")
             raise Refused(p.status, p.title, p.detail, field=p.field, code=code)
         assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
+        return resolution
+
+    async def bridged_command(
+        caller: Principal, body: LaunchRequest, common: dict[str, Any]
+    ) -> LaunchRun:
+        """An Inspect run: its task is the benchmark. A team's task file brings its own
+        data (no Find, no registry pin); an inspect_evals task is fed a catalog subset."""
+        harness, metadata = inspect_launch(common["metadata"])
+        common = common | {"metadata": metadata}
+        task = metadata["inspect_harness"]["task"]
+        catalog = harness.pop("catalog", None)
+        if catalog is None:
+            return LaunchRun(
+                mode="natural_language",
+                request=body.request or f"Inspect task {task}",
+                benchmark_name=f"inspect:{task}",
+                harness=harness,
+                **common,
+            )
+        found = await resolve(caller, catalog["benchmark"], catalog["subset"], None)
+        return LaunchRun(
+            mode="pinned",
+            request=body.request,
+            benchmark_id=found.benchmark_id,
+            benchmark_name=found.benchmark_name or catalog["benchmark"],
+            subset_id=found.subset_id,
+            subset_slug=found.subset_slug,
+            harness=harness,
+            **common,
+        )
+
+    async def pinned_command(
+        caller: Principal, body: LaunchRequest, common: dict[str, Any]
+    ) -> LaunchRun:
+        assert body.benchmark is not None
+        resolution = await resolve(caller, body.benchmark, body.subset, body.impl)
         if body.trials is None and resolution.default_trials:
             common = {**common, "trials": resolution.default_trials}  # the subset's default
         if resolution.task_timeout_s:

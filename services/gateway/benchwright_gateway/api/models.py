@@ -13,6 +13,8 @@ from pydantic import (
     model_validator,
 )
 
+from benchwright_gateway.api.harness import OWN as OWN_HARNESS
+from benchwright_gateway.api.harness import check_harness
 from benchwright_shared.contracts import Compute, Visibility
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 
@@ -84,7 +86,6 @@ DRIVERS = ("builtin", "litellm")
 DRIVER_PHASES = ("find", "analyze", "atomize")
 MAX_HINTS = 20
 Hint = Annotated[str, Field(min_length=1, max_length=4000)]
-HARNESSES = ("benchwright", "inspect", "lmeval", "lighteval", "harbor")
 
 
 CACHE_MODES = ("off", "read", "read_write")
@@ -101,6 +102,17 @@ class CacheIn(BaseModel):
 
     mode: Literal["off", "read", "read_write"] = "off"
     ttl: int = Field(default=DEFAULT_CACHE_TTL_S, ge=1, le=365 * 24 * 3600)
+
+
+class TelemetryIn(BaseModel):
+    """``telemetry``: this run's OpenTelemetry traces, where the deployment exports
+    them (``OTEL_EXPORTER_OTLP_ENDPOINT``): ``traces: false`` leaves the run out;
+    ``message_content: true`` records its prompts and answers on the model-call spans."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    traces: StrictBool = True
+    message_content: StrictBool = False
 
 
 class ConstraintsIn(BaseModel):
@@ -188,6 +200,8 @@ class LaunchRequest(BaseModel):
     phase_models: dict[str, str] | None = None
     # The proxy's response cache for this run's model calls; off unless asked.
     cache: CacheIn | None = None
+    # This run's traces (where the deployment exports them); the defaults when absent.
+    telemetry: TelemetryIn | None = None
     metadata: LaunchMetadata = Field(default_factory=LaunchMetadata)
 
     @field_validator("hints")
@@ -222,14 +236,11 @@ class LaunchRequest(BaseModel):
     @field_validator("harness")
     @classmethod
     def _harness(cls, value: str | None) -> str | None:
-        if value is None or value == "benchwright":
-            return value
-        if value in HARNESSES:
-            raise ValueError(
-                f"the {value!r} harness bridge is not available in this deployment; "
-                "omit 'harness' to have the Driver write the scorer"
-            )
-        raise ValueError(f"unknown harness {value!r}; one of {', '.join(HARNESSES)}")
+        return check_harness(value)
+
+    def bridged(self) -> bool:
+        """Whether a third-party harness scores the run (not our own)."""
+        return self.harness not in (None, OWN_HARNESS)
 
     @field_validator("limits")
     @classmethod
@@ -257,6 +268,11 @@ class LaunchRequest(BaseModel):
         """``cache`` as ``{"mode", "ttl"}``; None when off (the default)."""
         found = self.cache
         return None if found is None or found.mode == "off" else found.model_dump()
+
+    def telemetry_setting(self) -> dict[str, bool] | None:
+        """``telemetry`` as given; None when it asks for the defaults."""
+        found = self.telemetry
+        return None if found is None or found == TelemetryIn() else found.model_dump()
 
     def ceilings(self) -> dict[str, dict[str, float]]:
         """``limits`` with the older ``constraints`` folded in (narrowest wins)."""

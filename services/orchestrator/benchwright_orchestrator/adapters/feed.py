@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.ports import OnResults, SandboxLost, SweepEnded
 from benchwright_shared import subjects
 from benchwright_shared.bus import jetstream, send_command
@@ -42,6 +43,18 @@ if TYPE_CHECKING:  # the workspace opens the feed and hands itself in
 log = logging.getLogger(__name__)
 
 LIVENESS_CHECK_S = 1.0
+
+
+def harness_fields(run: Run) -> dict[str, Any]:
+    """What a sweep of a harness run tells its runner: the harness, its task, its args."""
+    harness = getattr(run, "harness", None)
+    if not harness:
+        return {}
+    return {
+        "harness": harness["name"],
+        "harness_task": harness["task"],
+        "harness_args": harness.get("args") or {},
+    }
 
 
 class NatsResultFeed:
@@ -131,6 +144,7 @@ class NatsResultFeed:
             },
             egress=model.egress,
             invocation=self.invocation,
+            **harness_fields(self.work.run),
         )
         self._heard[command.command_id] = time.monotonic()
         await send_command(

@@ -146,6 +146,16 @@ class NatsWorkspace:
             bucket, name = rows.bucket, rows.object_name
         return SandboxFile(path="tasks.jsonl", bucket=bucket, object_name=name)
 
+    async def base_files(self) -> list[SandboxFile]:
+        """What a sandbox starts with when no snapshot is had: the dataset, or the
+        task files of a harness run (which bring their own data)."""
+        harness: dict[str, Any] | None = getattr(self.run, "harness", None)
+        if not harness:
+            return [await self.dataset_file()]
+        own = [SandboxFile(path=p, content=t) for p, t in sorted(harness["files"].items())]
+        # A catalog-fed harness task (inspect_evals) reads the subset's rows too.
+        return [await self.dataset_file(), *own] if self.run.subset_id else own
+
     async def scorer_code(self) -> str | None:
         """The scorer on record: authored code in the log, or the registry's impl."""
         if self.run.scorer and self.run.scorer.get("code"):
@@ -174,7 +184,7 @@ class NatsWorkspace:
                 if exc.error_type != "snapshot_not_found":
                     raise
         if reply is None:
-            with_data = [await self.dataset_file(), *files]
+            with_data = [*await self.base_files(), *files]
             reply = await self.request(self._create_command(role, with_data, None))
         if not isinstance(reply, SandboxCreated):
             raise PhaseError("sandbox_crash", f"unexpected reply {type(reply).__name__}")
@@ -235,6 +245,7 @@ class NatsWorkspace:
         files: list[SandboxFile] | None = None,
         stdin: str | None = None,
         timeout_s: float = 120.0,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished:
         sandbox_id = await self.ensure_sandbox()
         reply = await self.request(
@@ -246,6 +257,7 @@ class NatsWorkspace:
                 files=files or [],
                 stdin=stdin,
                 timeout_s=timeout_s,
+                export=export or [],
                 # Before the model is attached there is no run key: no way out at all.
                 egress=self.model.egress if self.model else None,
             ),
@@ -358,6 +370,7 @@ class NatsWorkspace:
                 task_rows=self.run.dataset.get("total_tasks"),
                 trials_k=self.run.trials_k,
                 cache=getattr(self.run, "cache", None),  # runs launched before: none
+                telemetry=getattr(self.run, "telemetry", None),
             )
         )
         assert isinstance(reply, ModelAttached)

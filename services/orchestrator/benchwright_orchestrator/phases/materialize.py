@@ -21,6 +21,7 @@ import contextlib
 
 from benchwright_orchestrator.fanout import explain_materialize_mode
 from benchwright_orchestrator.phases.context import PhaseContext
+from benchwright_orchestrator.phases.harness import keep_harness_logs
 from benchwright_orchestrator.ports import PhaseError, ResultFeed, SandboxLost, SweepEnded
 from benchwright_shared.contracts import ModelAttached, SandboxFile, TaskOutcome, TaskSpec
 from benchwright_shared.outcomes import RESULTS_MISSING, SANDBOX_LOST
@@ -40,7 +41,7 @@ async def materialize(ctx: PhaseContext) -> None:
     run = ctx.run
     mode, why = explain_materialize_mode(
         backend=run.backend,
-        harness=None,  # no harness bridges yet: every run uses our own
+        harness=run.harness_name,
         product_snapshot=False,  # no product-sandbox runs yet
         override=ctx.settings.materialize_mode,
     )
@@ -61,6 +62,8 @@ async def materialize(ctx: PhaseContext) -> None:
     left = run.unsent(indices)
     if left:  # every path above settles what it was given; this is a broken promise
         raise PhaseError("results_missing", f"{len(left)} task trials were never settled")
+    if run.harness_name == "inspect":
+        await keep_harness_logs(ctx)
 
 
 def _concurrency(ctx: PhaseContext, model: ModelAttached) -> int:

@@ -6,6 +6,7 @@ from typing import Any
 from benchwright_orchestrator.driver.base import Analysis
 from benchwright_orchestrator.phases.context import PhaseContext
 from benchwright_orchestrator.phases.discovery import sample
+from benchwright_orchestrator.phases.harness import inspect_setup
 from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.contracts import SandboxFile
 from benchwright_shared.hashing import canonical_json, sha256_hex
@@ -15,8 +16,12 @@ RUNTIME_PROBE = ["python", "-c", "import bench_task, bench_runner, json; print('
 
 
 async def setup(ctx: PhaseContext) -> None:
-    """Install the scorer a pin names (if any) and prove the runtime works."""
+    """Install the scorer a pin names (if any) and prove the runtime works; for a
+    harness run, lay its task files and list their samples instead."""
     run = ctx.run
+    if run.harness_name == "inspect":
+        await inspect_setup(ctx)
+        return
     code = await ctx.work.scorer_code() if run.impl_id else None
     files = [SandboxFile(path="task_impl.py", content=code)] if code else []
     probe = await ctx.work.exec(RUNTIME_PROBE, files=files)

@@ -12,5 +12,5 @@ from importlib.resources import files
 def runtime_files() -> dict[str, str]:
     """Name -> source text of every file a sandbox needs beside ``task_impl.py``."""
     here = files(__name__)
-    names = ("bench_task.py", "bench_runner.py", "bench_inspect.py")
+    names = ("bench_task.py", "bench_runner.py", "bench_inspect.py", "bench_inspect_evals.py")
     return {name: here.joinpath(name).read_text() for name in names}

@@ -1,7 +1,8 @@
 """Runs a team's Inspect AI task in the sandbox and reports each sample as a task result.
 
-``list``: load the task (``arith.py`` or ``arith.py@arith``, with its arguments) and
-print its sample ids in dataset order: index ``i`` of the run is the ``i``-th id.
+``list``: load the task (``arith.py`` or ``arith.py@arith``, with its arguments),
+write its sample ids in dataset order to ``--samples`` (index ``i`` of the run is
+the ``i``-th id) and print how many there are, their SHA-256 and the first few.
 
 ``run``: read ``{"index": i, "trial": t}`` lines on stdin, evaluate those samples with
 Inspect (``inspect_ai.eval``: what ``inspect eval`` runs) against the run's model
@@ -21,6 +22,7 @@ The model is reached only through the proxy: ``BW_MODEL_PROXY_URL``,
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -144,7 +146,10 @@ def evaluate(
 
 
 def run(args: argparse.Namespace, task_args: dict[str, Any]) -> int:
-    ids = json.loads(Path(args.samples).read_text())
+    listing = Path(args.samples)
+    if not listing.exists():  # a sandbox rebuilt from the task files, not a snapshot
+        listing.write_text(json.dumps(sample_ids(args.task, task_args)))
+    ids = json.loads(listing.read_text())
     wanted: dict[tuple[str, int], int] = {}
     for line in sys.stdin:
         if line.strip():
@@ -198,7 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     _offline()
     task_args = json.loads(args.args)
     if args.mode == "list":
-        print(json.dumps(sample_ids(args.task, task_args)))
+        ids = sample_ids(args.task, task_args)
+        listing = json.dumps(ids)
+        Path(args.samples).write_text(listing)
+        digest = hashlib.sha256(listing.encode()).hexdigest()
+        print(json.dumps({"samples": len(ids), "sha256": digest, "first": ids[:5]}))
         return 0
     return run(args, task_args)
 

@@ -101,14 +101,24 @@ def launch(
     harness: Annotated[
         str | None,
         typer.Option(
-            help="Score with a third-party harness: inspect, lmeval, lighteval or harbor.",
+            help="Score with a third-party harness: inspect (an Inspect AI task). "
+            "lm-evaluation-harness, lighteval and Harbor are not supported.",
             show_default=False,
         ),
     ] = None,
     harness_task: Annotated[
         str | None,
         typer.Option(
-            help="The harness's task id, e.g. inspect_evals/mmlu_0_shot.", show_default=False
+            help="The Inspect task: a local task file, path/arith.py or path/arith.py@arith, "
+            "sent with the files of its folder (its datasets).",
+            show_default=False,
+        ),
+    ] = None,
+    harness_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A task argument KEY=VALUE (repeat; a value is read as JSON when it parses).",
+            show_default=False,
         ),
     ] = None,
     compute: Annotated[
@@ -169,8 +179,12 @@ def launch(
         fail("give the request once: as REQUEST or as --request", code=EXIT_USAGE)
     request = request_arg if request is None else request
     modes = [m for m in (request, benchmark, replay_from) if m is not None]
-    if len(modes) != 1:
-        fail("`benchwright run` needs one of REQUEST, --benchmark or --replay-from", EXIT_USAGE)
+    # A harness run's task names what runs: REQUEST is then only its description.
+    if len(modes) > 1 or not (modes or harness_task):
+        fail(
+            "`benchwright run` needs one of REQUEST, --benchmark, --replay-from or --harness-task",
+            EXIT_USAGE,
+        )
     if benchmark is not None and model is None:
         fail("a pinned run needs --model MODEL@PROVIDER", code=EXIT_USAGE)
     if (subset or impl) and benchmark is None:
@@ -183,7 +197,7 @@ def launch(
     sut = parse_model(model, api_base) if model else None
     limits = parse_limits(limit_to or [])
     phase_models = parse_phase_models(phase_model or [])
-    metadata: dict[str, Any] = harness_metadata(harness, harness_task)
+    metadata: dict[str, Any] = harness_metadata(harness, harness_task, harness_arg)
     if limit is not None:
         metadata["limit"] = limit
     key = _key(
@@ -200,7 +214,8 @@ def launch(
             "api_base": api_base,
             "driver": driver,
             "harness": harness,
-            "harness_task": harness_task,
+            # The task's files and args too: an edited task file is a new launch.
+            "harness_task": metadata.get(f"{harness}_harness"),
             "compute": compute.value if compute else None,
             "limit": limit,
             "limit_to": sorted(limit_to or []),
