@@ -69,6 +69,7 @@ async def reset_nats(url: str) -> None:
         subjects.RUNS_STREAM,
         f"OBJ_{subjects.DATASETS_BUCKET}",
         f"OBJ_{subjects.SNAPSHOTS_BUCKET}",
+        f"OBJ_{subjects.ARTIFACTS_BUCKET}",
         "KV_bw-members",
         "KV_bw-leases",
     ):

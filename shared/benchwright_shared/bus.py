@@ -12,7 +12,8 @@ from datetime import timedelta
 from typing import Any, cast
 
 import nats.errors
-from faststream import AckPolicy
+from faststream import AckPolicy, BaseMiddleware
+from faststream.exceptions import NackMessage
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -35,6 +36,7 @@ from pydantic import BaseModel
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract
 from benchwright_shared.settings import Settings
+from benchwright_shared.store import StoreClosedError
 
 PUBLISH_TIMEOUT_S = 10.0
 # Commands are deduplicated within this window by their command id.
@@ -95,7 +97,20 @@ def build_broker(settings: Settings, *, name: str) -> NatsBroker:
         logger=logging.getLogger("benchwright.bus"),
         log_level=logging.DEBUG,
         max_reconnect_attempts=-1,
+        middlewares=(StoppingQuietly,),
     )
+
+
+class StoppingQuietly(BaseMiddleware):
+    """A message that arrives while its service's stores are closing goes back to the
+    stream (NACK), without an error: it is not a failure, only bad timing. Inside the
+    logging middleware, so nothing is logged above DEBUG."""
+
+    async def consume_scope(self, call_next: Callable[..., Awaitable[Any]], msg: Any) -> Any:
+        try:
+            return await call_next(msg)
+        except StoreClosedError:
+            raise NackMessage() from None
 
 
 def nats_servers(url: str) -> list[str]:

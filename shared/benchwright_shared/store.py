@@ -108,14 +108,29 @@ def eventsourcing_env(settings: Settings, service: str, *, part: str = "events")
     return env
 
 
+class StoreClosedError(RuntimeError):
+    """The service is stopping: its store takes no more work. A message that meets
+    this goes back to the stream for another copy, or for this one's next start."""
+
+
 class BlockingStore:
     """Runs synchronous store calls on a dedicated thread, off the event loop."""
 
     def __init__(self, name: str) -> None:
+        self.name = name
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{name}")
+        self._closed = False
 
     async def run[T](self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        if self._closed:
+            raise StoreClosedError(f"the {self.name} store is closed: the service is stopping")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:  # closed between the check and the submit
+            if self._closed and not isinstance(exc, StoreClosedError):
+                raise StoreClosedError(f"the {self.name} store closed meanwhile") from exc
+            raise
 
     def close(self) -> None:
+        self._closed = True
         self._executor.shutdown(wait=True)
