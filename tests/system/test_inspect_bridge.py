@@ -5,6 +5,7 @@ and its tasks, trials, events and summary read as any run's."""
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,44 @@ async def test_the_guides_inspect_evals_example_runs_offline(
     assert run.summary.passed == sum(verdicts.values())
     page = await bw.runs.tasks(run.id, limit=100)
     assert all(t.task_id.startswith("mmlu_") for t in page.data)  # inspect_evals' own ids
+
+
+@pytest.mark.embedded_only
+async def test_a_halt_stops_an_inspect_run_mid_evaluation(
+    platform: Platform, bw: AsyncBenchwright
+) -> None:
+    """Halts apply as to any run: halted while Inspect waits on the model, the run
+    ends halted, its work sandbox is killed, and no call is made after it."""
+    release = threading.Event()
+
+    def slow(prompt: Any) -> str:
+        release.wait(30.0)  # held until the test lets go
+        return answer(prompt)
+
+    server = FakeOpenAIServer(slow, threaded=True).start()
+    try:
+        launched = await bw.runs.launch(
+            harness="inspect",
+            sut=sut(server),
+            metadata={"inspect_harness": {"task": "arith.py", "files": FILES}},
+        )
+        for _ in range(600):  # Inspect under way: its first call is waiting
+            if server.state["calls"]:
+                break
+            await asyncio.sleep(0.1)
+        assert server.state["calls"] >= 1
+        await bw.runs.halt(launched.id, reason="enough")
+        run = await bw.runs.wait(launched.id, timeout=120, poll_interval=0.2)
+        calls_at_end = server.state["calls"]
+        release.set()
+        await asyncio.sleep(2)
+        assert server.state["calls"] == calls_at_end  # nothing ran on after the halt
+    finally:
+        release.set()
+        server.stop()
+    assert run.halted and run.display_status == "killed", (run.halt_reason, run.display_status)
+    assert run.summary is None or run.summary.total < len(SUMS)
+    killed = await bw.runs.events(run.id, types=["SandboxKilled"], limit=50)
+    created = await bw.runs.events(run.id, types=["SandboxCreated"], limit=50)
+    assert created.data
+    assert {e.data.sandbox_id for e in created.data} <= {e.data.sandbox_id for e in killed.data}
