@@ -65,6 +65,15 @@ def sweep_subject(run_id: str, kind: str) -> str:
     return f"{SWEEP_PREFIX}.{run_id}.{kind}"
 
 
+# Plain NATS, no stream: which tasks a sweep has begun, for pages watching the run.
+# Nothing keeps it; a watcher that misses a message shows a task late, never wrong.
+LIVE_PREFIX: Final = "bw.live.v1"
+
+
+def live_subject(run_id: str) -> str:
+    return f"{LIVE_PREFIX}.{run_id}.started"
+
+
 def sweep_filter(run_id: str) -> str:
     return f"{SWEEP_PREFIX}.{run_id}.>"
 

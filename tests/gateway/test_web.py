@@ -313,6 +313,29 @@ async def test_live_updates_send_only_the_cells_that_changed(gateway: GatewaySer
     assert (await anext(events))["event"] == "end"
 
 
+async def test_a_task_heard_started_shows_running_until_it_settles(
+    gateway: GatewayService,
+) -> None:
+    started: set[int] = set()
+    events = live.updates(gateway.ctx.read, RUN, poll_s=0.01, started=started)
+    assert (await anext(events))["data"] == "pfr."
+    await anext(events)  # the state
+    started.update({3, 0})  # the sweep began tasks 0 (settled already) and 3
+    cells = await anext(events)
+    assert cells["event"] == "cells" and json.loads(cells["data"]) == [[3, "r"]]
+    gateway.views.store.apply_many(
+        "runs",
+        [
+            (100, message(30, "MaterializeTaskResult", task_id="t-3", index=3, trial=0,
+                          outcome="pass", score=1.0)),
+            (101, message(31, "MaterializeTaskAggregated", task_id="t-3", index=3,
+                          outcome="pass", score=1.0)),
+        ],
+    )  # fmt: skip
+    cells = await anext(events)
+    assert json.loads(cells["data"]) == [[3, "p"]]
+
+
 def test_highlighted_code_is_the_code_escaped() -> None:
     code = 'def score(x):\n    # a </script> in a comment\n    return "<b>" + str(x)  # done\n'
     shown = str(highlight_python(code))

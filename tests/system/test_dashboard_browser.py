@@ -199,6 +199,8 @@ async def test_the_dashboard_in_chromium(
                 )
                 held = int(await heatmap.get_attribute("data-settled") or 0)
                 assert 1 <= held <= EARLY_ANSWERS < len(ROWS)
+                # The task the model holds was begun: it shows running, live.
+                await expect(heatmap).to_have_attribute("data-inflight", "1", timeout=WAIT_MS)
                 await page.screenshot(path=str(screenshots / "run-live.png"), full_page=True)
 
                 # -- the buttons: pause parks the run, resume carries it on ----------

@@ -39,6 +39,7 @@ from benchwright_sandbox_manager.ports import (
     UnsafePathError,
     safe_relative_path,
 )
+from benchwright_sandbox_manager.presence import StartedTasks
 from benchwright_sandbox_manager.runtime import runtime_files
 from benchwright_sandbox_manager.snapshots import (
     SNAPSHOT_ID,
@@ -319,7 +320,8 @@ class SandboxManager:
         try:
             sandbox = await self.held_sandbox(command.sandbox_id)
             backend = self.backend(sandbox.backend)
-            async for results in sweep(backend, command, self.limits):
+            started = StartedTasks(broker, command.run_id)
+            async for results in sweep(backend, command, self.limits, started.heard):
                 batches += 1
                 completed += len(results)
                 counts["completed"] = completed

@@ -5,7 +5,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
 from benchwright_sandbox_manager.egress import egress_env
@@ -36,6 +36,7 @@ def runner_argv(command: RunTasks) -> list[str]:
             str(command.concurrency),
             "--task-timeout",
             str(command.timeout_s),
+            "--announce",
         ]
     return [
         "python",
@@ -50,18 +51,27 @@ def runner_argv(command: RunTasks) -> list[str]:
         str(command.concurrency),
         "--task-timeout",
         str(command.timeout_s),
+        "--announce",
     ]
 
 
+Started = Callable[[int, int], None]
+STARTED_PREFIX = '{"started"'
+
+
 async def sweep(
-    backend: SandboxBackend, command: RunTasks, limits: SandboxLimits
+    backend: SandboxBackend,
+    command: RunTasks,
+    limits: SandboxLimits,
+    on_started: Started | None = None,
 ) -> AsyncIterator[list[TaskOutcome]]:
     """Run ``bench_runner.py`` over the command's tasks, yielding results in batches.
 
     The first result comes alone, at once (it is what a watcher waits for); then
     a batch closes at ``BATCH_MAX`` results, ``BATCH_MAX_BYTES``, or
     ``BATCH_WAIT_S`` after its first result. A backend failure propagates after
-    the results before it were yielded.
+    the results before it were yielded. The runner also says when each task
+    begins; ``on_started(index, trial)`` hears it (nothing is kept of it).
     """
     stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
     waves = -(-len(command.tasks) // max(1, command.concurrency))
@@ -114,6 +124,11 @@ async def sweep(
                     yield batch
                     batch = []
                 raise item
+            if item.startswith(STARTED_PREFIX):  # a task begins: for live views only
+                if on_started is not None:
+                    index, trial = json.loads(item)["started"]
+                    on_started(int(index), int(trial))
+                continue
             if batch and batch_bytes + len(item) > BATCH_MAX_BYTES:
                 yield batch
                 batch, batch_bytes = [], 0

@@ -5,6 +5,10 @@ the task table never disagree. It looks again every ``POLL_S``; when the run's l
 position has not moved nothing is read past the run's row, and when it has, only
 the cells that changed are sent (``[index, code]`` pairs), never the whole vector
 again. It ends after the event that shows the run finished.
+
+Which tasks are in flight is not in the log: the sandbox-manager says when a sweep
+begins each one (``subjects.live_subject``, plain NATS), and ``started`` holds what
+this page heard. A task heard started and not settled shows ``running``.
 """
 
 import asyncio
@@ -14,7 +18,7 @@ from typing import Any
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.domain import display_status
-from benchwright_gateway.web.queries import outcome_vector, summary_of
+from benchwright_gateway.web.queries import PENDING, RUNNING, outcome_vector, summary_of
 from benchwright_shared.projection import ViewCursor
 
 POLL_S = 0.5
@@ -56,35 +60,58 @@ def snapshot(run_id: str) -> Callable[[ViewCursor], tuple[dict[str, Any] | None,
     return read
 
 
+def with_started(vector: str, started: set[int]) -> str:
+    """``vector`` with each task heard started, and not yet in it, shown running."""
+    cells = list(vector)
+    for index in started:
+        if index < len(cells) and cells[index] == PENDING:
+            cells[index] = RUNNING
+    return "".join(cells)
+
+
 async def updates(
-    read: Read, run_id: str, *, sent_vector: str | None = None, poll_s: float = POLL_S
+    read: Read,
+    run_id: str,
+    *,
+    sent_vector: str | None = None,
+    poll_s: float = POLL_S,
+    started: set[int] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """Server-sent events for one run page: ``state``, ``vector`` or ``cells``, ``end``.
 
     ``sent_vector`` is what the page was drawn with (the first message then carries
-    only what changed since); without it the first message is the whole vector."""
+    only what changed since); without it the first message is the whole vector.
+    ``started``: the tasks heard begun, filled by the caller as word comes."""
+    started = started if started is not None else set()
     vector = sent_vector
     last_seq: int | None = None
+    fresh = ""
+    heard = 0
     while True:
         row = await read(lambda cur: views.get_run(cur, run_id))
         if row is None:
             yield {"event": "end", "data": json.dumps({"status": "deleted"})}
             return
         state = run_state(row)
-        if state["last_seq"] != last_seq:
+        moved = state["last_seq"] != last_seq
+        if moved:
             row, fresh = await read(snapshot(run_id))
             if row is None:
                 continue
             state = run_state(row)
-            if vector is None or len(fresh) < len(vector):
-                yield {"event": "vector", "data": fresh}
+        if moved or len(started) != heard:
+            heard = len(started)
+            shown = with_started(fresh, started)
+            if vector is None or len(shown) < len(vector):
+                yield {"event": "vector", "data": shown}
             else:
-                cells = changed_cells(vector, fresh)
+                cells = changed_cells(vector, shown)
                 if len(cells) > MAX_CELL_CHANGES:
-                    yield {"event": "vector", "data": fresh}
+                    yield {"event": "vector", "data": shown}
                 elif cells:
                     yield {"event": "cells", "data": json.dumps(cells, separators=(",", ":"))}
-            vector = fresh
+            vector = shown
+        if moved:
             last_seq = state["last_seq"]
             yield {"event": "state", "data": json.dumps(state)}
         if state["status"] != "running":

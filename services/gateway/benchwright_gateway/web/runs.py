@@ -7,11 +7,15 @@ the rest anyway: each button posts through it).
 """
 
 import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
+from nats.aio.msg import Msg
 from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
@@ -23,6 +27,7 @@ from benchwright_gateway.web.routing import PageRoute, Web, see_other
 from benchwright_gateway.web.sessions import SECURITY_HEADERS, csrf_token
 from benchwright_gateway.web.templating import page
 from benchwright_gateway.web.timeline import TIMELINE_EVENTS, PhaseSpan, phase_spans
+from benchwright_shared import subjects
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
 from benchwright_shared.refusal import Refused
@@ -165,9 +170,23 @@ def build_router(web: Web) -> APIRouter:
     async def live_stream(request: Request, run_id: str) -> Response:
         """What changes on the run page, as server-sent events (``live.updates``)."""
         await readable_run(request, run_id)
-        return EventSourceResponse(
-            live.updates(ctx.read, run_id), ping=15, headers={"Cache-Control": "no-store"}
-        )
+        return EventSourceResponse(watched(run_id), ping=15, headers={"Cache-Control": "no-store"})
+
+    async def watched(run_id: str) -> AsyncIterator[dict[str, str]]:
+        """``live.updates``, with the tasks the run's sweeps say they began."""
+        started: set[int] = set()
+
+        async def heard(msg: Msg) -> None:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                started.update(int(index) for index, _trial in json.loads(msg.data)["started"])
+
+        subscription = await ctx.bus().connection.subscribe(subjects.live_subject(run_id), cb=heard)
+        try:
+            async for event in live.updates(ctx.read, run_id, started=started):
+                yield event
+        finally:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
 
     @router.get("/runs/{run_id}/tasks/{row_id}", response_class=HTMLResponse)
     async def task_page(request: Request, run_id: str, row_id: str) -> Response:

@@ -159,6 +159,10 @@ def run(args: argparse.Namespace, task_args: dict[str, Any]) -> int:
     epochs = 1 + max((trial for _, trial in wanted), default=0)
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
+        if args.announce:  # Inspect takes the whole chunk in hand at once
+            for (sample_id, trial), index in wanted.items():
+                if sample_id in chunk:
+                    print(json.dumps({"started": [index, trial]}), flush=True)
         log = evaluate(
             args.task,
             task_args,
@@ -196,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-dir", default="inspect_logs")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--task-timeout", type=float, default=300.0)
+    parser.add_argument("--announce", action="store_true", help="print started markers")
     # Inspect retries a failing model call with backoff; unbounded, a dead proxy stalls.
     parser.add_argument("--max-retries", type=int, default=2)
     args = parser.parse_args(argv)

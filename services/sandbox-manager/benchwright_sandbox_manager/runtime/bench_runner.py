@@ -150,6 +150,11 @@ def main() -> None:
         help="seconds one task may take; past it the task is reported as an err row",
     )
     parser.add_argument(
+        "--announce",
+        action="store_true",
+        help='print {"started": [index, trial]} as each task begins (for live views)',
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help='score given outputs: stdin lines {"index": i, "output": "..."}; no model call',
@@ -175,6 +180,12 @@ def main() -> None:
             sys.stdout.write(json.dumps(result) + "\n")
             sys.stdout.flush()
 
+    def announce(index: int, trial: int) -> None:
+        if args.announce:
+            with out_lock:
+                sys.stdout.write(json.dumps({"started": [index, trial]}) + "\n")
+                sys.stdout.flush()
+
     def overran(item: int, index: int, trial: int, started: float) -> None:
         report(
             item,
@@ -190,6 +201,7 @@ def main() -> None:
         )
 
     def work(item: int, index: int, trial: int, spec: dict[str, Any]) -> None:
+        announce(index, trial)
         watchdog = None
         if args.task_timeout:
             # Threads cannot be killed: the row is written at the ceiling, and the

@@ -99,6 +99,8 @@ class Heatmap {
     const counts = this.counts();
     const settled = this.cells.filter((code) => SETTLED.has(code)).length;
     this.canvas.dataset.settled = String(settled);
+    // In flight: begun by the sweep (it says so as each task starts), not settled yet.
+    this.canvas.dataset.inflight = String(this.cells.filter((code) => code === "r").length);
     for (const [name, value] of Object.entries(counts)) {
       const element = document.querySelector(`[data-count="${name}"]`);
       if (element) element.textContent = String(value);
