@@ -63,6 +63,7 @@ class AsyncRuns:
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
         cache: str | Mapping[str, Any] | None = None,
+        telemetry: Mapping[str, bool] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> Run:
@@ -89,6 +90,7 @@ class AsyncRuns:
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
         cache: str | Mapping[str, Any] | None = None,
+        telemetry: Mapping[str, bool] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> AttrDict:

@@ -55,6 +55,7 @@ class Runs:
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
         cache: str | Mapping[str, Any] | None = None,
+        telemetry: Mapping[str, bool] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> Run:
@@ -73,13 +74,15 @@ class Runs:
         (``limit``...), not a queryable tag. ``cache`` (``"read"``, ``"read_write"``
         or ``{"mode": ..., "ttl": seconds}``; off by default) lets the proxy answer a
         model call it answered before, for the same account, model, request and
-        trial, at no cost. ``harness="inspect"`` runs an Inspect AI task instead of a
-        scorer: ``metadata={"inspect_harness": {"task": "arith.py@arith", "args": {...},
-        "files": {"arith.py": ..., "data/arith.jsonl": ...}}}`` (a task file and its
-        local data), or ``{"task": "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed
-        the catalog's rows). Every field is forwarded as given and
-        validated by the server; ``timeout`` bounds this request (seconds), not the
-        run (see :meth:`wait`).
+        trial, at no cost. ``telemetry`` (``{"traces": False}`` or
+        ``{"message_content": True}``) shapes this run's OpenTelemetry traces where the
+        deployment exports them (``OTEL_EXPORTER_OTLP_ENDPOINT``). ``harness="inspect"``
+        runs an Inspect AI task instead of a scorer: ``metadata={"inspect_harness":
+        {"task": "arith.py@arith", "args": {...}, "files": {"arith.py": ...,
+        "data/arith.jsonl": ...}}}`` (a task file and its local data), or ``{"task":
+        "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed the catalog's rows). Every
+        field is forwarded as given and validated by the server; ``timeout`` bounds
+        this request (seconds), not the run (see :meth:`wait`).
 
         Without an ``idempotency_key`` one is generated, so the SDK's own retries can
         never launch (and bill) the same run twice; pass your own to make *your*
@@ -106,6 +109,7 @@ class Runs:
         hints: str | Iterable[str] | None = None,
         phase_models: Mapping[str, str] | None = None,
         cache: str | Mapping[str, Any] | None = None,
+        telemetry: Mapping[str, bool] | None = None,
         timeout: float | None = None,
         **extra: Any,
     ) -> AttrDict:
