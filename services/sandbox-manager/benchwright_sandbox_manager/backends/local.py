@@ -85,6 +85,12 @@ class LocalBackend:
             if self._probed:
                 return
             self._refusal = await self._probe()
+            if self._refusal is not None and self.bubblewrap.path:
+                # Installed but failed: once seen under load ("Can't chdir to /work:
+                # Permission denied"), so one fresh sandbox is tried before the
+                # backend is refused for this process's lifetime.
+                log.warning("bubblewrap probe failed (%s); trying once more", self._refusal)
+                self._refusal = await self._probe()
             self._probed = True
         if self._refusal is None:
             log.info("local sandboxes: %s", self.bubblewrap.mode)
