@@ -155,13 +155,16 @@ def run(args: argparse.Namespace, task_args: dict[str, Any]) -> int:
         if line.strip():
             pair = json.loads(line)
             wanted[(ids[int(pair["index"])], int(pair["trial"]))] = int(pair["index"])
-    todo = sorted({sample_id for sample_id, _ in wanted}, key=ids.index)
+    # Dataset order; a position map, since ids.index per id is quadratic (MMLU: 14k ids).
+    position = {sample_id: i for i, sample_id in enumerate(ids)}
+    todo = sorted({sample_id for sample_id, _ in wanted}, key=position.__getitem__)
     epochs = 1 + max((trial for _, trial in wanted), default=0)
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
+        members = set(chunk)
         if args.announce:  # Inspect takes the whole chunk in hand at once
             for (sample_id, trial), index in wanted.items():
-                if sample_id in chunk:
+                if sample_id in members:
                     print(json.dumps({"started": [index, trial]}), flush=True)
         log = evaluate(
             args.task,
@@ -179,12 +182,12 @@ def run(args: argparse.Namespace, task_args: dict[str, Any]) -> int:
             if key in wanted:
                 seen.add(key)
                 print(json.dumps(result_row(wanted[key], key[1], sample)), flush=True)
-        if log.status != "success" or len(seen) < sum(1 for s, _ in wanted if s in chunk):
+        if log.status != "success" or len(seen) < sum(1 for s, _ in wanted if s in members):
             # The evaluation failed as a whole (the proxy unreachable, a task that
             # raises): the chunk's unreported trials are errors, with Inspect's reason.
             reason = log.error.message if log.error is not None else f"status {log.status}"
             for (sample_id, trial), index in wanted.items():
-                if sample_id in chunk and (sample_id, trial) not in seen:
+                if sample_id in members and (sample_id, trial) not in seen:
                     row = {"index": index, "trial": trial, "task_id": sample_id}
                     row |= {"outcome": "err", "error_type": "inspect:eval_failed"}
                     print(json.dumps(row | {"error": reason[:2000]}), flush=True)
