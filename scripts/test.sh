@@ -23,4 +23,6 @@ echo "NATS: ${BW_TEST_NATS_URL:-private only}   PostgreSQL: ${BW_TEST_DATABASE_U
 MYPYPATH=services/sandbox-manager/benchwright_sandbox_manager/runtime \
   .venv/bin/mypy --strict --config-file /dev/null --python-version 3.10 \
   shared/benchwright_shared/scorers/[!_]*.py
-exec .venv/bin/pytest "$@"
+# Most tests wait on sockets and subprocesses, so more workers than cores pay off;
+# tests/conftest.py keeps the ones that share the machine's NATS on one worker.
+exec .venv/bin/pytest -n "${BW_TEST_WORKERS:-4}" --dist loadgroup "$@"

@@ -14,18 +14,94 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAIServer
 
+# Modules whose tests share a module-scoped platform: one worker runs each whole.
+MODULE_GROUPS = ("tests/scenarios/", "tests/system/test_scope_matrix.py")
+# Modules that kill processes, start clusters or reset the machine's NATS themselves:
+# they run on the worker that runs every test using the machine's NATS.
+MACHINE_MODULES = (
+    "tests/system/test_processes.py",
+    "tests/system/test_cluster.py",
+    "tests/system/test_survival.py",
+)
+MACHINE_GROUP = "machine-nats"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Nothing in the suite may reach a real provider: make any attempt fail loudly.
     os.environ["LITELLM_OFFLINE_MODE"] = "true"
     for key in ("BW_OPENROUTER_API_KEY", "BW_TOGETHER_API_KEY", "OPENROUTER_API_KEY"):
         os.environ.pop(key, None)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and os.environ.get("BW_TEST_DATABASE_URL"):
+        os.environ["BW_TEST_DATABASE_URL"] = worker_database(
+            os.environ["BW_TEST_DATABASE_URL"], worker
+        )
+
+
+def worker_database(url: str, worker: str) -> str:
+    """A database of the worker's own beside the named one (``test`` -> ``test_gw1``), so
+    parallel workers that reset their schemas never drop each other's."""
+    import psycopg
+    from psycopg import sql
+
+    base, _, name = url.rpartition("/")
+    own = f"{name}_{worker}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (own,)).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(own)))
+    return f"{base}/{own}"
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """Which tests must share a worker: the machine's NATS has one set of streams, and
+    tests that reset it cannot run beside each other; module-scoped platforms are
+    started once per module."""
+    path = item.nodeid.split("::", 1)[0]
+    callspec = getattr(item, "callspec", None)
+    uses_machine = callspec is not None and "machine" in callspec.params.values()
+    if uses_machine or path in MACHINE_MODULES:
+        return MACHINE_GROUP
+    if path.startswith(MODULE_GROUPS):
+        return path
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        group = xdist_group(item)
+        if group is None or "@" in item.nodeid.rpartition("]")[2]:
+            continue
+        # xdist names the group in the node id's "@" suffix; it writes ``_nodeid``,
+        # which pytest 9 no longer reads (the id is ``_id``), so set it here.
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def no_nested_event_loops() -> Iterator[None]:
+    """Inspect's sync readers, called on a running loop, patch asyncio with nest_asyncio
+    for the whole process; every later test on that worker then runs on a re-entrant
+    loop and fails far from the cause. Name the test that did it instead."""
+    import asyncio
+
+    patched_before = hasattr(asyncio, "_nest_patched")
+    yield
+    if not patched_before and hasattr(asyncio, "_nest_patched"):
+        pytest.fail(
+            "this test let nest_asyncio patch asyncio (an Inspect sync call on a running "
+            "event loop): call it through asyncio.to_thread"
+        )
 
 
 @pytest.fixture

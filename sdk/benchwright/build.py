@@ -23,44 +23,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import Field
-
-from benchwright_shared.contracts import build as views
+from benchwright_shared.api import registry as answers
 
 from ._async_http import AsyncHTTP
 from ._http import SyncHTTP
-from ._models import AttrDict, _Model
 from .resources._common import parse, path_id
 
-__all__ = ["AsyncBuild", "Build", "BuiltSubset", "RecipeEdit"]
+__all__ = ["AsyncBuild", "Build", "BuiltSubset", "BuiltSubsetEdit", "RecipeEdit"]
 
 
-# The registry's views (``benchwright_shared.contracts.build``) with the SDK's additions
-# on top, as in ``registry._models``: extra fields kept, ``object``, AttrDicts, open ``str``
-# enumerations, the SDK's nested models.
-class RecipeEdit(views.RecipeEdit, _Model):
-    """One entry of a BUILT subset's history: what changed, the note, the ids it made."""
-
-    kind: str  # type: ignore[assignment]
-    changes: AttrDict = Field(default_factory=AttrDict)
-
-
-class BuiltSubset(views.BuiltSubsetView, _Model):
-    """A BUILT subset: its recipe (``config``), the impl generated from it, its history.
-
-    ``changed`` is set on an edit's answer: False when the edit changed nothing.
-    """
-
-    object: str = "built_subset"
-    config: AttrDict
-    default_trials: AttrDict
-    history: list[RecipeEdit] = Field(default_factory=list)  # type: ignore[assignment]
-    changed: bool | None = None
-
-    @property
-    def id(self) -> str:
-        """The subset's id (``subset_id``)."""
-        return self.subset_id
+# The gateway's answers (``benchwright_shared.api.registry``), read as they are.
+RecipeEdit = answers.RecipeEdit
+BuiltSubset = answers.BuiltSubset
+# A BUILT subset after an edit; ``changed`` is False when the edit changed nothing.
+BuiltSubsetEdit = answers.BuiltSubsetEdit
 
 
 def _create_body(
@@ -131,7 +107,7 @@ class Build:
 
     def update_recipe(
         self, subset: str, config: Mapping[str, Any], *, note: str = ""
-    ) -> BuiltSubset:
+    ) -> BuiltSubsetEdit:
         """Change the knobs in ``config`` (the rest stay). The subset keeps its id; the
         generated impl gets a new one, which the next run records. Idempotent: the same
         change again answers ``changed=False``."""
@@ -141,7 +117,7 @@ class Build:
             json={"config": dict(config), "note": note},
             retry_safe=True,
         )
-        return parse(BuiltSubset, data)
+        return parse(BuiltSubsetEdit, data)
 
     def update_samples(
         self,
@@ -150,7 +126,7 @@ class Build:
         upsert: Iterable[Mapping[str, Any]] = (),
         remove: Iterable[str] = (),
         note: str = "",
-    ) -> BuiltSubset:
+    ) -> BuiltSubsetEdit:
         """Replace or add rows by ``task_id`` and remove others. The edited rows are a new
         subset (returned) carrying the recipe forward; the old one retires for new
         launches and keeps serving the runs that pinned it. Idempotent: rows that
@@ -161,7 +137,7 @@ class Build:
             json=_samples_body(upsert, remove, note),
             retry_safe=True,
         )
-        return parse(BuiltSubset, data)
+        return parse(BuiltSubsetEdit, data)
 
 
 class AsyncBuild:
@@ -192,7 +168,7 @@ class AsyncBuild:
 
     async def update_recipe(
         self, subset: str, config: Mapping[str, Any], *, note: str = ""
-    ) -> BuiltSubset:
+    ) -> BuiltSubsetEdit:
         """See :meth:`Build.update_recipe`."""
         data = await self._http.request(
             "PATCH",
@@ -200,7 +176,7 @@ class AsyncBuild:
             json={"config": dict(config), "note": note},
             retry_safe=True,
         )
-        return parse(BuiltSubset, data)
+        return parse(BuiltSubsetEdit, data)
 
     async def update_samples(
         self,
@@ -209,7 +185,7 @@ class AsyncBuild:
         upsert: Iterable[Mapping[str, Any]] = (),
         remove: Iterable[str] = (),
         note: str = "",
-    ) -> BuiltSubset:
+    ) -> BuiltSubsetEdit:
         """See :meth:`Build.update_samples`."""
         data = await self._http.request(
             "PATCH",
@@ -217,4 +193,4 @@ class AsyncBuild:
             json=_samples_body(upsert, remove, note),
             retry_safe=True,
         )
-        return parse(BuiltSubset, data)
+        return parse(BuiltSubsetEdit, data)

@@ -9,10 +9,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import nats.errors
-from faststream import AckPolicy, BaseMiddleware
+from faststream import AckPolicy, BaseMiddleware, Context, ExceptionMiddleware, StreamMessage
 from faststream.exceptions import NackMessage
 from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
 from nats.js import JetStreamContext
@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract
+from benchwright_shared.refusal import ProblemReply, Refused
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import StoreClosedError
 
@@ -97,7 +98,7 @@ def build_broker(settings: Settings, *, name: str) -> NatsBroker:
         logger=logging.getLogger("benchwright.bus"),
         log_level=logging.DEBUG,
         max_reconnect_attempts=-1,
-        middlewares=(StoppingQuietly,),
+        middlewares=MIDDLEWARES,
     )
 
 
@@ -111,6 +112,28 @@ class StoppingQuietly(BaseMiddleware):
             return await call_next(msg)
         except StoreClosedError:
             raise NackMessage() from None
+
+
+# The one place a refusal becomes an answer (see ``benchwright_shared.refusal``).
+ANSWER_REFUSALS = ExceptionMiddleware()
+
+
+@ANSWER_REFUSALS.add_handler(Refused, publish=True)
+async def answer_refused(
+    refused: Refused, message: Annotated[StreamMessage[Any], Context("message")]
+) -> ProblemReply:
+    """A request's handler refused: the problem is its answer.
+
+    A message nobody awaits (a command from a stream) has nobody to answer: its
+    refusal stays an error, which its acknowledgement policy redelivers or drops.
+    """
+    if not message.reply_to:
+        raise refused
+    return ProblemReply(problem=refused.problem())
+
+
+# Every broker's middlewares, outermost first (a test's own broker uses them too).
+MIDDLEWARES = (StoppingQuietly, ANSWER_REFUSALS)
 
 
 def nats_servers(url: str) -> list[str]:

@@ -25,6 +25,7 @@ from benchwright_shared.contracts.queries import (
     RebuildResult,
 )
 from benchwright_shared.projection import Projection, ProjectionStore, ViewCursor
+from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 from benchwright_shared.tail import ReplayStalled, StreamTail, replay
@@ -310,14 +311,13 @@ class ProjectionHost:
         async def parked(query: ListParked) -> ParkedMessages:
             return await self.parked(query.projection)
 
+    def _unknown(self, projection: str) -> Problem:
+        refused = Refused(404, "unknown projection", f"known: {sorted(self.sources)}")
+        return refused.problem()
+
     async def parked(self, projection: str) -> ParkedMessages:
         if projection not in self.sources:
-            return ParkedMessages(
-                projection=projection,
-                problem=Problem(
-                    title="unknown projection", status=404, detail=f"known: {sorted(self.sources)}"
-                ),
-            )
+            return ParkedMessages(projection=projection, problem=self._unknown(projection))
         rows = await self.blocking.run(self.store.parked, projection)
         return ParkedMessages(
             projection=projection, data=[ParkedMessage.model_validate(r) for r in rows]
@@ -356,12 +356,7 @@ class ProjectionHost:
     async def rebuild(self, projection: str) -> RebuildResult:
         source = self.sources.get(projection)
         if source is None or self.broker is None:
-            return RebuildResult(
-                projection=projection,
-                problem=Problem(
-                    title="unknown projection", status=404, detail=f"known: {sorted(self.sources)}"
-                ),
-            )
+            return RebuildResult(projection=projection, problem=self._unknown(projection))
         js = self.broker.connection.jetstream()
         if source.ordered:
             # This copy's feed replays the stream from the start; another copy's feed

@@ -2,12 +2,30 @@
 
 A domain rule that turns a request down raises ``Refused`` with what the caller needs
 to put it right: the HTTP status, a short title, the detail, the field at fault and
-a machine-readable code. A service answering over the bus sends ``refusal.problem()``
-in its reply; the gateway raises ``Refused.from_problem(reply.problem)`` and answers
-it as ``application/problem+json`` (RFC 9457). Nothing else converts errors.
+a machine-readable code. The way it travels::
+
+    handler raises Refused            (or a subclass: ProviderError, PhaseError, ...)
+      -> bus.ANSWER_REFUSALS           answers the request with ProblemReply(problem=...)
+      -> ask(..., ReplyType)           any reply type with a ``problem`` field reads it
+      -> Refused.from_problem(reply.problem), raised where the request came in
+      -> the gateway's one exception handler: ``application/problem+json`` (RFC 9457)
+
+Handlers never catch a refusal to answer it; nothing else converts errors.
+
+The refusals a service names for itself are subclasses, so that its own code can
+tell them apart while the bus and the gateway see one type:
+
+    Refused
+     +-- ProviderError        (proxy) the model provider failed, its status and cause kept
+     +-- PhaseError           (orchestrator) a run's phase could not finish
+     |    +-- InfraError       the platform failed, not the run: a retry may succeed
+     +-- CommandRefused       (sandbox-manager) a sandbox command that cannot be carried out
+     +-- Refusal              (gateway guard) refused before the app sees the request
 """
 
 from typing import Any
+
+from pydantic import BaseModel
 
 from benchwright_shared.contracts.base import Problem
 
@@ -23,8 +41,13 @@ TITLES = {
     412: "precondition failed",
     413: "request too large",
     422: "unprocessable request",
+    424: "failed dependency",
     429: "too many requests",
+    500: "internal error",
+    501: "not implemented",
+    502: "bad gateway",
     503: "service unavailable",
+    504: "gateway timeout",
 }
 
 
@@ -76,3 +99,14 @@ class Refused(Exception):
 
     def __repr__(self) -> str:
         return f"Refused({self.status}, {self.title!r}, {self.detail!r}, field={self.field!r})"
+
+
+class ProblemReply(BaseModel):
+    """The answer to a request whose handler refused: nothing but the problem.
+
+    Every reply contract has ``problem: Problem | None`` and defaults for the rest
+    (``tests/contracts/test_refusals.py`` holds them to it), so whichever reply type
+    the asker expects reads this answer as that type with its ``problem`` set.
+    """
+
+    problem: Problem

@@ -15,9 +15,9 @@ services use it.
   rebuild reads every entry of every run (validation there would cost a good part
   of the rebuild), and an entry an older writer left must still read. The typed
   data is built as ``model_construct`` builds it (defaults filled in, nested models
-  built, nothing checked), only when a reader has a handler for the type. A type
-  the reader does not know, a newer writer's, is skipped: an old reader survives a
-  new writer.
+  built, those in a list too, nothing checked), only when a reader has a handler for
+  the type. A type the reader does not know, a newer writer's, is skipped: an old
+  reader survives a new writer.
 """
 
 import copy
@@ -25,7 +25,7 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, get_args, overload
+from typing import Any, get_args, get_origin, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -144,6 +144,7 @@ class _Field:
     default: Any  # ``_MISSING``: required
     factory: Callable[[], Any] | None
     nested: type[BaseModel] | None  # a field holding a model (``sut``): built too
+    many: bool  # a list of them (``AgentModelTurn.tool_calls``): each built
 
 
 _MISSING: Any = object()
@@ -155,37 +156,47 @@ def _plan(model: type[BaseModel]) -> tuple[_Field, ...]:
     if found is None:
         fields = []
         for name, info in model.model_fields.items():
-            nested = next(
-                (
-                    c
-                    for c in (info.annotation, *get_args(info.annotation))
-                    if isinstance(c, type) and issubclass(c, BaseModel)
-                ),
-                None,
-            )
+            nested, many = _nested_model(info.annotation)
             factory = info.default_factory
             default = _MISSING if info.is_required() or factory else info.default
             if isinstance(default, (dict, list, set)):  # each instance gets its own
                 factory, default = functools.partial(copy.copy, default), _MISSING
             # (A factory taking the validated data is pydantic's too; no model here has one.)
             fields.append(
-                _Field(name, info.alias or name, default, factory, nested)  # type: ignore[arg-type]
+                _Field(name, info.alias or name, default, factory, nested, many)  # type: ignore[arg-type]
             )
         found = _PLANS[model] = tuple(fields)
     return found
 
 
+def _is_model(candidate: Any) -> bool:
+    return isinstance(candidate, type) and issubclass(candidate, BaseModel)
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds (``X``, ``X | None``), or holds a list of
+    (``list[X]``, ``list[X] | None``): ``(model, is_a_list)``; ``(None, False)`` else."""
+    for candidate in (annotation, *get_args(annotation)):
+        if _is_model(candidate):
+            return candidate, False
+        if get_origin(candidate) is list:
+            inner = get_args(candidate)
+            if inner and _is_model(inner[0]):
+                return inner[0], True
+    return None, False
+
+
 def _construct[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> M:
     """What ``model_construct`` makes, for about half its cost (each model's plan is
-    made once): the data as given, defaults filled in, nested models built, nothing
-    checked."""
+    made once): the data as given, defaults filled in, nested models built (those in
+    a list too, unlike ``model_construct``), nothing checked."""
     values: dict[str, Any] = {}
     given: set[str] = set()
     for field in _plan(model):
         if field.key in data:
             value = data[field.key]
-            if field.nested is not None and isinstance(value, Mapping):
-                value = _construct(field.nested, value)
+            if field.nested is not None:
+                value = _built(field.nested, field.many, value)
             values[field.name] = value
             given.add(field.name)
         elif field.factory is not None:
@@ -198,6 +209,15 @@ def _construct[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> M:
     object.__setattr__(made, "__pydantic_extra__", None)
     object.__setattr__(made, "__pydantic_private__", None)
     return made
+
+
+def _built(model: type[BaseModel], many: bool, value: Any) -> Any:
+    """A nested field's value with its model(s) built; anything else as given."""
+    if not many:
+        return _construct(model, value) if isinstance(value, Mapping) else value
+    if not isinstance(value, list):
+        return value
+    return [_construct(model, item) if isinstance(item, Mapping) else item for item in value]
 
 
 def read_run_event_data[D: RunEventData](model: type[D], data: Mapping[str, Any]) -> D:

@@ -6,7 +6,6 @@ on one broker; ``serve``: one) build the broker and call these; nothing inside
 a service knows which runner it is under.
 """
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from faststream.nats import NatsBroker, NatsRouter
@@ -25,17 +24,3 @@ class Service(Protocol):
 
     async def stop(self) -> None:
         """Release what ``start`` acquired; called before the broker stops."""
-
-
-@dataclass
-class BaseService:
-    """Convenience base for services with nothing to do at start or stop."""
-
-    name: str
-    router: NatsRouter = field(default_factory=NatsRouter)
-
-    async def start(self, broker: NatsBroker) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None

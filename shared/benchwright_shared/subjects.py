@@ -87,10 +87,6 @@ def sandbox_copy_subject(copy_id: str, verb: str) -> str:
     return f"{SANDBOX_COPY_PREFIX}.{copy_id}.{verb}.v1"
 
 
-def sandbox_copy_filter(copy_id: str) -> str:
-    return f"{SANDBOX_COPY_PREFIX}.{copy_id}.>"
-
-
 # Commands about a run that another orchestrator copy drives are forwarded to it:
 # ``bw.cmd.orchestrator.copy.<copy id>.<verb>.v1`` (decision 0025).
 ORCHESTRATOR_COPY_PREFIX: Final = "bw.cmd.orchestrator.copy"

@@ -12,7 +12,7 @@ from faststream.nats import NatsBroker
 
 from benchwright_gateway.app import GatewayService
 from benchwright_registry.app import RegistryService
-from benchwright_shared.bus import declare_streams, jetstream
+from benchwright_shared.bus import MIDDLEWARES, declare_streams, jetstream
 from benchwright_shared.settings import Settings
 from tests.conftest import reset_nats
 
@@ -35,7 +35,7 @@ async def services(
     settings = Settings(data_dir=tmp_path, nats_url=embedded_nats)
     registry = RegistryService(settings)
     gateway = GatewayService(settings)
-    broker = NatsBroker(embedded_nats, logger=None)
+    broker = NatsBroker(embedded_nats, logger=None, middlewares=MIDDLEWARES)
     broker.include_router(registry.router)
     await broker.connect()
     await declare_streams(jetstream(broker))

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from benchwright_gateway.api.models import LaunchRequest
+from benchwright_gateway.requests import LaunchRequest
 
 
 def launch(**body: Any) -> LaunchRequest:

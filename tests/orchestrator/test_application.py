@@ -124,7 +124,7 @@ def test_a_replay_on_the_parents_snapshot_inherits_its_dataset(app: RunsApplicat
         "FetchArtifact", "SnapshotCreated", "DatasetTasksArtifact", "SetupArtifact",
         "SnapshotCreated",
     ]  # fmt: skip
-    assert run.selection == {"kind": "indices", "indices": [1], "reason": "replay slice"}
+    assert run.artifacts.selection == {"kind": "indices", "indices": [1], "reason": "replay slice"}
     assert run.scorer is not None and run.scorer["code"] == CODE
     # The same snapshot named explicitly is no newer snapshot.
     assert not replay(app, parent, OLD).on_new_snapshot
@@ -139,7 +139,7 @@ def test_a_replay_on_a_newer_snapshot_reinstalls_a_pinned_impl(app: RunsApplicat
     # Nothing of the old rows: its own Fetch and Setup record the current ones, and
     # Setup installs the parent's impl again (the same code, by its registry id).
     assert inherited(app, run) == []
-    assert run.dataset == {} and run.selection is None and run.snapshots == {}
+    assert run.dataset == {} and run.artifacts.selection is None and run.artifacts.snapshots == {}
     assert run.impl_id == IMPL and run.scorer is None
     assert plan_phases(run.mode, has_impl=True, new_snapshot=run.on_new_snapshot) == [
         "fetch", "setup", "attach", "materialize", "report",
@@ -157,7 +157,7 @@ def test_a_replay_on_a_newer_snapshot_takes_an_authored_scorer_but_not_its_sandb
     assert run.on_new_snapshot and run.impl_id is None
     # The analysis carries over (a fork of this replay may rewind to Atomize) ...
     assert inherited(app, run) == ["AnalyzeArtifact"]
-    assert run.analysis is not None and run.selection is None
+    assert run.artifacts.analysis is not None and run.artifacts.selection is None
     # ... and after its own Attach, the scorer's code, not the parent's post-Atomize
     # sandbox, which holds the parent's rows.
     run.snapshot_created(phase="setup", snapshot_id="mine", sandbox_id="t", size_bytes=1)

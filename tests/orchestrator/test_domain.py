@@ -120,12 +120,12 @@ def test_the_log_remembers_what_a_resumed_sweep_must_not_redo() -> None:
         trial_scores=[1.0, 1.0],
         aggregator="any_pass",
     )
-    assert run.trial_results == {"0": {"0": [1.0, {}, 5, None], "1": [1.0, {}, 5, None]}}
-    assert run.aggregated == {"0": "pass"}
+    assert run.sweep.trial_results == {"0": {"0": [1.0, {}, 5, None], "1": [1.0, {}, 5, None]}}
+    assert run.sweep.aggregated == {"0": "pass"}
     assert run.open_sandboxes == {"sbx_1": "local"}
     run.resume(reason="restarted")
     assert type(run.collect_events()[-1]).__name__ == "PipelineResumed"
     # A new sweep (a retried Materialize) starts from nothing.
     run.complete_phase(phase="materialize", duration_ms=1)
     run.start_phase("materialize")
-    assert run.trial_results == {} and run.aggregated == {}
+    assert run.sweep.trial_results == {} and run.sweep.aggregated == {}

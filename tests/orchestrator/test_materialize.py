@@ -78,7 +78,7 @@ def names(events: list[Any]) -> list[str]:
 
 
 def recorded(work: FakeWorkspace) -> list[tuple[int, int]]:
-    pairs = [(int(i), int(t)) for i, trials in work.run.trial_results.items() for t in trials]
+    pairs = [(int(i), int(t)) for i, trials in work.run.sweep.trial_results.items() for t in trials]
     return sorted(pairs)
 
 
@@ -166,7 +166,7 @@ async def test_a_sandbox_lost_again_and_again_gives_up_with_infra_errors() -> No
     summary = work.run.summary()
     assert summary["passed"] == MAX_SANDBOX_LOSSES + 1
     assert summary["infra_errored"] == 10 - (MAX_SANDBOX_LOSSES + 1)
-    assert work.run.unsent(range(10)) == []
+    assert work.run.sweep.unsent(range(10)) == []
 
 
 async def test_a_runner_that_breaks_fails_the_phase() -> None:
@@ -217,7 +217,7 @@ async def test_a_failed_task_sandbox_gives_its_unreported_trials_err_rows(starts
     assert {r.error_type for r in crashed} == {"sandbox_crash"}  # type: ignore[attr-defined]
     assert ("crashed" if starts else "did not start") in crashed[0].error  # type: ignore[attr-defined]
     # The task is settled (a pass and an err reduce to a pass under any_pass) ...
-    assert work.run.aggregated["0"] == ("pass" if starts else "err")
+    assert work.run.sweep.aggregated["0"] == ("pass" if starts else "err")
     # ... and the sandbox that did start is killed.
     assert work.killed == (["sbx_1"] if starts else [])
 

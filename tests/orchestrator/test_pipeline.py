@@ -45,8 +45,8 @@ async def test_a_pinned_run_goes_through_its_phases_and_finishes_ok() -> None:
     run_pipeline, store = pipeline(work)
     await run_pipeline.execute()
     run = work.run
-    assert run.status == "ok"
-    assert run.completed_phases == ["fetch", "setup", "attach", "materialize", "report"]
+    assert run.lifecycle.status == "ok"
+    assert run.progress.completed_phases == ["fetch", "setup", "attach", "materialize", "report"]
     assert run.summary()["passed"] == 3
     # Bracketed and saved as it went; every sandbox released at the end.
     assert store.events[:3] == ["RunLaunched", "PipelineStarted", "DriverSelected"]
@@ -73,7 +73,7 @@ async def test_a_phase_the_platform_failed_runs_again() -> None:
         await run_pipeline.execute()
     finally:
         PHASES["setup"] = real_setup
-    assert work.run.status == "ok"
+    assert work.run.lifecycle.status == "ok"
     assert work.lost == failures and store.events.count("SandboxLost") == 1
     assert store.events.count("PhaseFailed") == 0
 
@@ -92,7 +92,7 @@ async def test_a_halt_interrupts_the_running_phase_and_finishes_with_partial_res
     run_pipeline.request_halt("operator_kill: enough")
     await running
     run = work.run
-    assert run.status == "error" and run.halted
+    assert run.lifecycle.status == "error" and run.lifecycle.halted
     assert 3 <= run.summary()["total"] < 50
     assert "RunHalted" in store.events and run.open_sandboxes == {}
 
@@ -106,7 +106,7 @@ async def test_a_run_ceiling_halts_the_run_through_the_watchs_callback() -> None
     work = FakeWorkspace(run, sweeper=slow, total_tasks=200, delay_s=0.02)
     run_pipeline, _ = pipeline(work)
     await run_pipeline.execute()
-    assert run.halt_reason == "limit_exceeded:run.duration"
+    assert run.lifecycle.halt_reason == "limit_exceeded:run.duration"
 
 
 async def test_the_limit_watch_calls_back_once_and_never_holds_the_pipeline() -> None:

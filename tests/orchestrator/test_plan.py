@@ -126,7 +126,7 @@ def test_two_restarts_then_the_cap() -> None:
     assert run.restart_phase("atomize", "proof failed") is True
     run.start_phase("atomize")
     assert run.restart_phase("atomize", "proof failed") is False
-    assert run.invocations["atomize"] == 3
+    assert run.progress.invocations["atomize"] == 3
 
 
 def test_a_review_answer_clears_the_halt_and_becomes_guidance() -> None:
@@ -134,11 +134,11 @@ def test_a_review_answer_clears_the_halt_and_becomes_guidance() -> None:
     with pytest.raises(RunError):
         run.clear_halt("go on", cleared_by="review_resolution")
     run.halt("agent_review: which column is the answer?")
-    assert run.waiting
+    assert run.lifecycle.waiting
     run.clear_halt("the answer is in 'label'", cleared_by="review_resolution")
-    assert not run.halted and run.guidance == ["the answer is in 'label'"]
+    assert not run.lifecycle.halted and run.guidance == ["the answer is in 'label'"]
     run.halt("operator_kill")
-    assert not run.waiting
+    assert not run.lifecycle.waiting
 
 
 def test_artifacts_feed_the_fingerprint_with_load_bearing_fields_only() -> None:

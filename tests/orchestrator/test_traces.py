@@ -173,5 +173,5 @@ def test_a_failing_trace_never_fails_the_save(
     run = launched(app)
     drive(app, run)
     stored = app.find_run(run.run_id)
-    assert stored is not None and stored.status == "error"
+    assert stored is not None and stored.lifecycle.status == "error"
     assert stored.version == run.version

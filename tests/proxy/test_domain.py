@@ -1,8 +1,12 @@
 """Proxy keys: per run, hashed at rest, revocable."""
 
+import json
 import uuid
+from pathlib import Path
 
 import pytest
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
 
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, new_key, parse_key
 
@@ -34,3 +38,38 @@ def test_a_repeated_attach_replaces_the_key() -> None:
 def test_malformed_keys_are_refused(bad: str) -> None:
     with pytest.raises(InvalidProxyKeyError):
         parse_key(bad)
+
+
+def test_a_version_1_snapshot_of_a_binding_loads_with_its_later_terms_unset() -> None:
+    """``snapshots/binding_v1.json``: a binding with ceilings set, snapshotted by the
+    code of its ``made_by`` commit (before cache, telemetry and pinned versions were
+    attributes of every binding)."""
+    stored = json.loads((Path(__file__).parent / "snapshots" / "binding_v1.json").read_text())
+    assert "class_version" not in stored["state"]["state"]
+    env = {"PERSISTENCE_MODULE": "eventsourcing.popo", "IS_SNAPSHOTTING_ENABLED": "y"}
+    app: Application[uuid.UUID] = Application(env=env)
+    binding_id = uuid.UUID(stored["originator_id"])
+    app.snapshots.recorder.insert_events(  # type: ignore[union-attr]
+        [
+            StoredEvent(
+                originator_id=binding_id,
+                originator_version=stored["originator_version"],
+                topic=stored["topic"],
+                state=json.dumps(stored["state"]).encode(),
+            )
+        ]
+    )
+    binding: ModelBinding = app.repository.get(binding_id)
+    assert binding.ceilings == (5000, None) and binding.task_bounds == (None, None)
+    assert binding.cache_setting is None and binding.telemetry_setting is None
+    assert binding.pinned_versions is None
+    assert binding.accepts(parse_key(stored["key"])[1])
+    binding.choose_cache({"mode": "read", "ttl": 60})
+    assert binding.cache_setting == {"mode": "read", "ttl": 60}
+
+
+def test_a_binding_has_every_term_from_attach_on() -> None:
+    binding = ModelBinding(str(uuid.uuid4()), "acct", {}, "hash", "local/m")
+    assert binding.ceilings == (None, None) and binding.task_bounds == (None, None)
+    assert binding.cache_setting is None and binding.telemetry_setting is None
+    assert binding.pinned_versions is None

@@ -67,3 +67,4 @@ def test_an_unknown_local_model_is_a_clear_error() -> None:
         model_path("gpt-17")
     assert info.value.status == 404
     assert "smollm2" in info.value.detail
+    assert (info.value.code, info.value.field) == ("unknown_model", "sut.model")

@@ -82,8 +82,9 @@ def test_retired_subsets_keep_their_ids_and_rows_but_resolve_no_launch(
         assert retired[old_id].benchmark_id == benchmark.benchmark_id
         assert retired[old_id].slug == slug and retired[old_id].impls == ()
         # A launch naming the old id is refused; its rows (a run's payloads) are served.
-        pinned = app.resolve(ResolveBenchmark(account="a", benchmark=name, subset=old_id))
-        assert pinned.problem is not None and pinned.problem.status == 404
+        with pytest.raises(Refused) as pinned:
+            app.resolve(ResolveBenchmark(account="a", benchmark=name, subset=old_id))
+        assert pinned.value.status == 404
         page = app.subset_rows(GetSubsetRows(subset_id=old_id, limit=1))
         assert page.problem is None and page.object_name == f"{old_id}.jsonl"
         assert page.content_sha256 == retired[old_id].content_sha256
@@ -186,8 +187,9 @@ def test_resolution_by_id_and_subset(app: RegistryApplication, catalog: Catalog)
     assert answer.benchmark_name == "MMLU"
     assert (answer.subset_slug, answer.task_count) == ("anatomy", 135)
     assert answer.impl_id is None  # no built-in scorer: a Driver writes one
-    by_id = app.resolve(ResolveBenchmark(account="a", benchmark="bfcl", subset=answer.subset_id))
-    assert by_id.problem is not None and by_id.problem.status == 404  # MMLU's subset, not BFCL's
+    with pytest.raises(Refused) as by_id:
+        app.resolve(ResolveBenchmark(account="a", benchmark="bfcl", subset=answer.subset_id))
+    assert by_id.value.status == 404  # MMLU's subset, not BFCL's
     parallel = app.resolve(ResolveBenchmark(account="a", benchmark="bfcl", subset="parallel"))
     assert (parallel.subset_slug, parallel.task_count) == ("parallel", 200)
     gsm8k = app.resolve(ResolveBenchmark(account="a", benchmark="gsm8k"))
@@ -196,9 +198,9 @@ def test_resolution_by_id_and_subset(app: RegistryApplication, catalog: Catalog)
 
 @pytest.mark.parametrize("asked", ["mmlu-pro", "bfcl v3", "nq open validation", ""])
 def test_unknown_names_are_404(app: RegistryApplication, asked: str) -> None:
-    answer = app.resolve(ResolveBenchmark(account="a", benchmark=asked))
-    assert answer.problem is not None
-    assert (answer.problem.status, answer.problem.field) == (404, "benchmark")
+    with pytest.raises(Refused) as refused:
+        app.resolve(ResolveBenchmark(account="a", benchmark=asked))
+    assert (refused.value.status, refused.value.field) == (404, "benchmark")
 
 
 def test_rows_of_a_large_subset_come_in_pages(app: RegistryApplication) -> None:

@@ -12,7 +12,7 @@ from nats.js.errors import ObjectNotFoundError
 from benchwright_registry.app import RegistryService
 from benchwright_registry.handlers import dataset_bucket
 from benchwright_shared import subjects
-from benchwright_shared.bus import ask, declare_streams, jetstream
+from benchwright_shared.bus import MIDDLEWARES, ask, declare_streams, jetstream
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     GetSubsetRows,
@@ -42,7 +42,7 @@ ACCOUNT = "acct_x"
 async def registry(tmp_path: Path, embedded_nats: str) -> AsyncIterator[NatsBroker]:
     await reset_nats(embedded_nats)
     service = RegistryService(Settings(data_dir=tmp_path, nats_url=embedded_nats))
-    broker = NatsBroker(embedded_nats, logger=None)
+    broker = NatsBroker(embedded_nats, logger=None, middlewares=MIDDLEWARES)
     broker.include_router(service.router)
     await broker.connect()
     await declare_streams(jetstream(broker))

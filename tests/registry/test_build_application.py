@@ -157,10 +157,9 @@ def test_a_sample_edit_forks_the_subset_and_retires_the_old_one(registry: Regist
     found = resolve(registry, bm)
     assert (found.subset_id, found.impl_id) == (view.subset_id, view.impl_id)
     assert found.default_trials["plan"] == {"k": 2}
-    retired = resolve(registry, bm, first.subset_id)
-    assert retired.problem is not None and retired.problem.status == 409
-    assert retired.problem.extra == {"code": "subset_retired"}
-    assert view.subset_id in (retired.problem.detail or "")
+    retired = refusal(lambda: resolve(registry, bm, first.subset_id))
+    assert (retired.status, retired.code) == (409, "subset_retired")
+    assert view.subset_id in (retired.detail or "")
     # ...but keeps serving the runs that pinned it: its rows and its impl.
     rows = registry.app.subset_rows(GetSubsetRows(subset_id=first.subset_id, limit=10))
     assert [r["task_id"] for r in rows.rows] == [t["task_id"] for t in SUMS]
@@ -232,7 +231,7 @@ def test_others_see_nothing_and_admins_may_edit(registry: Registry) -> None:
             )
         ) == (404, "not_found")
     # Bob's launch of Alice's benchmark is the same 404 it always was.
-    assert resolve(registry, bm, account=BOB).problem.status == 404
+    assert refusal(lambda: resolve(registry, bm, account=BOB)).status == 404
     # An admin reaches it by id (a slug is looked up in the caller's own account).
     edited, changed = app.update_recipe(
         UpdateRecipe(account=BOB, admin=True, subset=view.subset_id, config={"trials": 2})

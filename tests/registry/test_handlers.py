@@ -9,7 +9,7 @@ from faststream.nats import NatsBroker
 
 from benchwright_registry.app import RegistryService
 from benchwright_shared import subjects
-from benchwright_shared.bus import ask, declare_streams, jetstream
+from benchwright_shared.bus import MIDDLEWARES, ask, declare_streams, jetstream
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     CatalogListing,
@@ -31,7 +31,7 @@ STARTUP_BUDGET_S = 15.0
 async def registry(tmp_path: Path, embedded_nats: str) -> AsyncIterator[NatsBroker]:
     await reset_nats(embedded_nats)
     service = RegistryService(Settings(data_dir=tmp_path, nats_url=embedded_nats))
-    broker = NatsBroker(embedded_nats, logger=None)
+    broker = NatsBroker(embedded_nats, logger=None, middlewares=MIDDLEWARES)
     broker.include_router(service.router)
     await broker.connect()
     await declare_streams(jetstream(broker))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchwright_sandbox_manager.backends import bwrap
-from benchwright_sandbox_manager.backends.isolation import LAUNCHER
+from benchwright_sandbox_manager.backends.isolation import LAUNCHER_SOURCE
 
 NOBODY = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -66,7 +66,7 @@ def test_an_unprivileged_service_sandboxes_in_a_user_namespace(place: Path) -> N
     work.mkdir()
     bwrap.write_identity(private, bwrap.USERNS_ID, [])
     launcher = place / "init.py"
-    shutil.copy(LAUNCHER, launcher)
+    launcher.write_text(LAUNCHER_SOURCE)  # as the backend writes it: one file
     for path in (work, private, private / "net", *private.iterdir()):
         os.chown(path, NOBODY, NOBODY)
     help_text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout

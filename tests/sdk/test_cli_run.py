@@ -177,12 +177,30 @@ def test_gate_exits_on_the_aggregate_pass_rate_or_a_run_error(
 
 
 def comparison(outcome: str, regressed: int, fixed: int, p_value: float) -> dict[str, Any]:
+    """A whole ``RunComparison`` answer, as the gateway writes one."""
     text = f"{RUN_ID} is {outcome} than run_ref: {regressed} regressions vs {fixed} fixes"
+    common = 0 if outcome == "no_common_tasks" else 100
     return {
         "object": "run_comparison",
-        "flips": {"fixed": fixed, "regressed": regressed},
-        "mcnemar": {"p_value": p_value},
-        "verdict": {"outcome": outcome, "text": text},
+        "a": {"id": "run_ref", "status": "ok"},
+        "b": {"id": RUN_ID, "status": "ok"},
+        "tasks": {"common": common, "judged": common, "only_in_a": 0, "only_in_b": 0},
+        "flips": {
+            "fixed": fixed,
+            "regressed": regressed,
+            "unchanged_pass": max(common - fixed - regressed, 0),
+            "unchanged_fail": 0,
+        },
+        "errored": {"a_only": 0, "b_only": 0, "both": 0},
+        "pass_rate": {"a": None, "b": None, "difference": None},
+        "mean_score": {"a": None, "b": None, "difference": None},
+        "mcnemar": {
+            "regressed": regressed,
+            "fixed": fixed,
+            "p_value": p_value,
+            "method": "exact (two-sided binomial on the discordant pairs)",
+        },
+        "verdict": {"outcome": outcome, "significant": p_value < 0.01, "alpha": 0.01, "text": text},
     }
 
 
@@ -239,8 +257,8 @@ def test_a_parentless_run_fails_a_gate_against_its_parent(
 def test_run_diff_prints_the_flips_and_the_verdict(runner: CliRunner, gateway: FakeGateway) -> None:
     answer = {
         "object": "run_comparison",
-        "a": {"id": "run_a"},
-        "b": {"id": "run_b"},
+        "a": {"id": "run_a", "status": "ok"},
+        "b": {"id": "run_b", "status": "ok"},
         "tasks": {"common": 100, "judged": 98, "only_in_a": 0, "only_in_b": 2},
         "flips": {"fixed": 3, "regressed": 12, "unchanged_pass": 80, "unchanged_fail": 3},
         "errored": {"a_only": 0, "b_only": 2, "both": 0},
@@ -249,11 +267,28 @@ def test_run_diff_prints_the_flips_and_the_verdict(runner: CliRunner, gateway: F
             "a": 0.939,
             "b": 0.847,
             "difference": -0.092,
-            "interval": {"low": -0.15, "high": -0.03, "level": 0.95},
+            "interval": {"low": -0.15, "high": -0.03, "level": 0.95, "method": "bootstrap"},
         },
-        "mcnemar": {"p_value": 0.0352},
-        "verdict": {"outcome": "worse", "text": "run_b is worse than run_a: 12 vs 3, p = 0.035."},
-        "changes": [{"task_id": "t1", "change": "regressed"}],
+        "mcnemar": {
+            "regressed": 12,
+            "fixed": 3,
+            "p_value": 0.0352,
+            "method": "exact (two-sided binomial on the discordant pairs)",
+        },
+        "verdict": {
+            "outcome": "worse",
+            "significant": True,
+            "alpha": 0.1,
+            "text": "run_b is worse than run_a: 12 vs 3, p = 0.035.",
+        },
+        "changes": [
+            {
+                "task_id": "t1",
+                "change": "regressed",
+                "a": {"index": 0, "outcome": "pass", "score": 1.0},
+                "b": {"index": 0, "outcome": "fail", "score": 0.0},
+            }
+        ],
         "differences": [{"part": "model.model", "a": "m-1", "b": "m-2"}],
     }
     gateway.on("GET", "/v1/runs/run_a/compare", httpx.Response(200, json=answer))

@@ -249,7 +249,13 @@ async def test_host_policy_calls_patch_the_one_policy(client: Dual, gateway: Fak
 
 
 async def test_blocked_hosts_account_wide_and_per_run(client: Dual, gateway: FakeGateway) -> None:
-    row = {"host": "api.wolframalpha.com", "run_id": "r1", "seen_count": 3}
+    row = {
+        "host": "api.wolframalpha.com",
+        "run_id": "r1",
+        "seen_count": 3,
+        "first_seen": "2025-01-02T03:04:05Z",
+        "last_seen": "2025-01-02T04:04:05Z",
+    }
     listed = httpx.Response(200, json={"object": "list", "data": [row]})
     gateway.on("GET", "/v1/blocked-hosts", listed)
     gateway.on("GET", "/v1/runs/r1/blocked-hosts", listed)

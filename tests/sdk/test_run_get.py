@@ -32,7 +32,22 @@ async def test_get_sends_expand_and_fields_comma_separated(
         "object": "run",
         "status": "ok",
         "tasks_summary": SUMMARY,
-        "artifacts": [{"id": "art_3", "type": "fetch", "version": 1}],
+        "artifacts": [
+            {
+                "id": "art_3",
+                "object": "artifact",
+                "type": "fetch",
+                "event_type": "FetchArtifact",
+                "phase": "fetch",
+                "version": 1,
+                "latest": True,
+                "created_at": "2025-01-02T03:04:05Z",
+                "media_type": "application/json",
+                "size_bytes": 120,
+                "sha256": "0" * 64,
+                "inherited_from": None,
+            }
+        ],
         "recent_events": [event(7, "PipelineFinished", status="ok")],
         "blocked_hosts": [],
     }

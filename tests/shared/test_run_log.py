@@ -7,6 +7,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from benchwright_shared.contracts.agent_events import (
+    AGENT_EVENT_TYPES,
+    AgentModelTurn,
+    AgentToolCall,
+)
 from benchwright_shared.contracts.run_events import (
     RUN_EVENT_TYPES,
     AnalyzeArtifact,
@@ -104,6 +109,33 @@ def test_a_reader_gets_the_data_typed_without_validation() -> None:
     # Each entry has its own default containers.
     partial.score_meta["seen"] = True
     assert read_run_event_data(MaterializeTaskResult, {"task_id": "t1"}).score_meta == {}
+
+
+def test_the_models_inside_a_list_are_built_too() -> None:
+    """An agent's turn reads back with its tool calls as ``AgentToolCall``s, each with
+    its defaults, and what is not a mapping in the list as it was written."""
+    calls = [
+        {"id": "c1", "name": "shell", "arguments": {"command": "ls"}},
+        {"id": "c2", "name": "read_file", "raw_arguments": "{not json"},
+    ]
+    data = {"task_id": "t0", "index": 0, "turn": 1, "messages_in_count": 2, "tool_calls": calls}
+    check_run_event("AgentModelTurn", data)
+    entry = parse_run_event(message("AgentModelTurn", **data))
+    assert entry is not None and isinstance(entry.data, AgentModelTurn)
+    first, second = entry.data.tool_calls
+    assert isinstance(first, AgentToolCall) and first.arguments == {"command": "ls"}
+    assert isinstance(second, AgentToolCall) and second.arguments == {}  # default filled in
+    assert second.raw_arguments == "{not json" and entry.data.attempt == 1
+    assert read_run_event_data(AgentModelTurn, {"turn": 2}).tool_calls == []
+    odd = read_run_event_data(AgentModelTurn, {"tool_calls": ["unexpected"]})
+    assert odd.tool_calls == ["unexpected"]  # type: ignore[comparison-overlap]
+
+
+def test_the_agent_events_are_in_the_vocabulary() -> None:
+    for model in AGENT_EVENT_TYPES:
+        assert RUN_EVENT_TYPES[model.__name__] is model
+        assert run_event_type(model) == model.__name__
+    assert "AgentToolCall" not in RUN_EVENT_TYPES  # travels inside a turn
 
 
 def test_a_reader_skips_a_type_it_does_not_know() -> None:

@@ -2,6 +2,7 @@
 lm-evaluation-harness's results and samples shapes, streamed, for the run's owner
 only; the CLI writes them to a file."""
 
+import asyncio
 import csv
 import io
 import json
@@ -83,7 +84,9 @@ async def test_a_run_exports_to_every_format(
     ]
 
     # Inspect's own reader opens the .eval export: a sample per task, the run's scores.
-    log = read_inspect_log(await bw.runs.export(run.id, "inspect"), tmp_path)
+    log = await asyncio.to_thread(
+        read_inspect_log, await bw.runs.export(run.id, "inspect"), tmp_path
+    )
     assert log.status == "success" and log.eval.task_id == run.id
     assert log.results is not None
     metrics = {s.name: s.metrics for s in log.results.scores}
@@ -112,8 +115,6 @@ async def test_a_run_exports_to_every_format(
     monkeypatch.setenv("BW_BASE_URL", str(bw.base_url).rstrip("/"))
     monkeypatch.setenv("BW_CONFIG", str(tmp_path / "config.toml"))
     target = tmp_path / "run.csv"
-    import asyncio
-
     done = await asyncio.to_thread(
         CliRunner().invoke, app, ["run", "export", run.id, "--format", "csv", "--to", str(target)]
     )
@@ -122,7 +123,10 @@ async def test_a_run_exports_to_every_format(
 
 
 def read_inspect_log(content: bytes, folder: Path) -> Any:
-    """The export read back by Inspect AI itself (as ``inspect view`` would)."""
+    """The export read back by Inspect AI itself (as ``inspect view`` would).
+
+    Called in a thread: on a running event loop, Inspect's sync readers patch asyncio
+    with nest_asyncio for the whole process."""
     from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
     path = folder / "export.eval"
@@ -153,7 +157,7 @@ async def test_an_inspect_export_has_a_sample_per_trial(
     assert answer.status_code == 200 and answer.headers["content-type"] == "application/zip"
     # Named as Inspect names logs: <created>_<task>_<id>.eval (``inspect log list`` reads it).
     assert answer.headers["content-disposition"].endswith(f'_tried_sums_v1_{run.id}.eval"')
-    log = read_inspect_log(answer.content, tmp_path)
+    log = await asyncio.to_thread(read_inspect_log, answer.content, tmp_path)
     assert log.eval.config.epochs == 2
     assert log.samples is not None
     assert sorted((str(s.id), s.epoch) for s in log.samples) == sorted(

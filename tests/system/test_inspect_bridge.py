@@ -77,7 +77,9 @@ async def test_an_inspect_task_file_runs_as_a_run(
     for name, text in FILES.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    reference = plain_inspect_eval(tmp_path, model, "arith.py", "--epochs", "2")
+    reference = await asyncio.to_thread(
+        plain_inspect_eval, tmp_path, model, "arith.py", "--epochs", "2"
+    )
     assert reference.samples is not None
     want = {(str(s.id), s.epoch - 1): s.scores["match"].value for s in reference.samples}
     events = await bw.runs.events(run.id, types=["MaterializeTaskResult"], limit=500)
@@ -97,7 +99,7 @@ async def test_an_inspect_task_file_runs_as_a_run(
         assert content.status_code == 200 and len(content.content) == artifact["size_bytes"]
         path = tmp_path / artifact["name"]
         path.write_bytes(content.content)
-        log = read_eval_log(str(path))
+        log = await asyncio.to_thread(read_eval_log, str(path))
         assert log.status == "success" and log.samples is not None
         epochs |= {(str(s.id), s.epoch) for s in log.samples}
     assert epochs == {(r["id"], e) for r in ROWS for e in (1, 2)}

@@ -273,7 +273,7 @@ async def test_a_duration_ceiling_halts_the_run_and_a_task_ceiling_fails_only_it
             "benchmark": "GSM8K",
             "sut": sut(server),
             "metadata": {"limit": 200},
-            "limits": {"run": {"duration": 3}},
+            "limits": {"run": {"duration": 6}},
         }
         run = (await client.post("/v1/runs", json=body)).json()
         done = await platform.wait_terminal(run["id"], timeout=60)

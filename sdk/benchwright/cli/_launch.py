@@ -164,16 +164,16 @@ class RegressionGate:
             text = f"gate failed: no run to compare with for {self.reference}"
             return GateVerdict(False, text, figures)
         found = bw.runs.compare(reference, run.id, alpha=self.alpha)
-        verdict = found["verdict"]
+        verdict = found.verdict
         figures |= {
             "reference_run": reference,
-            "outcome": verdict["outcome"],
-            "regressed": found["flips"]["regressed"],
-            "fixed": found["flips"]["fixed"],
-            "p_value": found["mcnemar"]["p_value"],
+            "outcome": verdict.outcome,
+            "regressed": found.flips.regressed,
+            "fixed": found.flips.fixed,
+            "p_value": found.mcnemar.p_value,
         }
-        held = verdict["outcome"] not in ("worse", "no_common_tasks")
-        return GateVerdict(held, f"gate {'held' if held else 'failed'}: {verdict['text']}", figures)
+        held = verdict.outcome not in ("worse", "no_common_tasks")
+        return GateVerdict(held, f"gate {'held' if held else 'failed'}: {verdict.text}", figures)
 
     def _resolve(self, bw: Benchwright, run: Run) -> str | None:
         if self.reference == "@parent":

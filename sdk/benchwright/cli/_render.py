@@ -19,7 +19,16 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from .._models import AttrDict, Money, Run, RunEvent, RunList, TaskList, TaskSummary
+from .._models import (
+    AttrDict,
+    Money,
+    Run,
+    RunComparison,
+    RunEvent,
+    RunList,
+    TaskList,
+    TaskSummary,
+)
 
 __all__ = [
     "RunProgress",
@@ -317,46 +326,45 @@ def _signed(value: float | None, pattern: str = "{:+.3f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def comparison_table(found: AttrDict) -> Table:
+def comparison_table(found: RunComparison) -> Table:
     """``run diff``: the shared tasks, the flips, the rates, McNemar and what differs."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
-    tasks, flips, errored = found["tasks"], found["flips"], found["errored"]
-    rates, mean = found["pass_rate"], found["mean_score"]
-    interval = mean.get("interval")
+    tasks, flips, errored = found.tasks, found.flips, found.errored
+    rates, mean = found.pass_rate, found.mean_score
+    interval = mean.interval
     rows: list[tuple[str, Any]] = [
-        ("A", found["a"]["id"]),
-        ("B", found["b"]["id"]),
-        ("shared tasks", f"{tasks['common']} ({tasks['judged']} scored by both)"),
-        ("only in A / B", f"{tasks['only_in_a']} / {tasks['only_in_b']}"),
-        ("fixed", flips["fixed"]),
-        ("regressed", flips["regressed"]),
-        ("unchanged", f"{flips['unchanged_pass']} pass, {flips['unchanged_fail']} fail"),
+        ("A", found.a.id),
+        ("B", found.b.id),
+        ("shared tasks", f"{tasks.common} ({tasks.judged} scored by both)"),
+        ("only in A / B", f"{tasks.only_in_a} / {tasks.only_in_b}"),
+        ("fixed", flips.fixed),
+        ("regressed", flips.regressed),
+        ("unchanged", f"{flips.unchanged_pass} pass, {flips.unchanged_fail} fail"),
         (
             "errored",
             f"A only {errored['a_only']}, B only {errored['b_only']}, both {errored['both']}",
         ),
         (
             "pass rate",
-            f"{_signed(rates['a'], '{:.1%}')} -> {_signed(rates['b'], '{:.1%}')} "
-            f"({_signed(rates['difference'], '{:+.1%}')})",
+            f"{_signed(rates.a, '{:.1%}')} -> {_signed(rates.b, '{:.1%}')} "
+            f"({_signed(rates.difference, '{:+.1%}')})",
         ),
         (
             "mean score",
-            f"{_signed(mean['a'], '{:.3f}')} -> {_signed(mean['b'], '{:.3f}')} "
-            f"({_signed(mean['difference'])}"
+            f"{_signed(mean.a, '{:.3f}')} -> {_signed(mean.b, '{:.3f}')} "
+            f"({_signed(mean.difference)}"
             + (
-                f", {interval['level']:.0%} interval "
-                f"{interval['low']:+.3f} to {interval['high']:+.3f})"
+                f", {interval.level:.0%} interval {interval.low:+.3f} to {interval.high:+.3f})"
                 if interval
                 else ")"
             ),
         ),
-        ("McNemar p", f"{found['mcnemar']['p_value']:.3g}"),
+        ("McNemar p", f"{found.mcnemar.p_value:.3g}"),
     ]
-    for part in found.get("differences", []):
-        rows.append((f"differs: {part['part']}", f"{part['a']} -> {part['b']}"))
+    for part in found.differences:
+        rows.append((f"differs: {part.part}", f"{part.a} -> {part.b}"))
     for key, value in rows:
         table.add_row(key, _text(value))
     return table

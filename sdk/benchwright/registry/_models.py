@@ -1,13 +1,14 @@
 """The registry's response models: benchmarks, subsets, impls, runs and leaderboards.
 
-A model that mirrors one of the registry's views (``benchwright_shared.contracts``)
-subclasses it, so each field is declared once, where the server declares it; ``_Model``
-comes after the view among the bases, so that its configuration wins. The SDK adds:
+Each model subclasses the gateway's answer (``benchwright_shared.api.registry``, which
+itself subclasses the registry's view where the answer is one), so each field is
+declared once, where the server declares it; ``_Model`` comes after the answer among
+the bases, so that its configuration wins. The SDK adds:
 fields a newer server sends kept as attributes (``extra="allow"``, so an older client
 keeps working), the ``object`` the gateway answers with, free-form objects as
 :class:`AttrDict`, ``visibility`` as an open ``str`` (a value a newer server adds must
 not fail an older client) and the SDK's models for nested views; the type ignores below
-are those deliberate widenings. The lists are the gateway's own envelopes.
+are those deliberate widenings.
 ``tests/sdk/test_model_parity.py`` holds every model to the answer it mirrors.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from benchwright_shared.api import registry as answers
 from benchwright_shared.contracts import registry as views
 from benchwright_shared.contracts import registry_reads as reads
 
@@ -26,10 +28,10 @@ class Snapshot(views.SnapshotView, _Model):
     """One state of a subset's task list; a run pins the snapshot it saw."""
 
 
-class Subset(views.SubsetView, _Model):
+class Subset(answers.Subset, _Model):
     """A benchmark's task rows. ``snapshot_id`` is what a launch naming it pins now."""
 
-    object: str = "subset"
+    object: str = "subset"  # type: ignore[assignment]
     snapshots: list[Snapshot] = Field(default_factory=list)  # type: ignore[assignment]
     grader: AttrDict | None = None
     default_trials: AttrDict | None = None
@@ -41,55 +43,45 @@ class Subset(views.SubsetView, _Model):
         return not self.rolling
 
 
-class Impl(views.ImplView, _Model):
+class Impl(answers.Impl, _Model):
     """A scorer (``task_impl.py``), immutable; read its code with ``impls.code``."""
 
-    object: str = "impl"
+    object: str = "impl"  # type: ignore[assignment]
     visibility: str = "private"  # type: ignore[assignment]
 
 
-class Benchmark(views.BenchmarkView, _Model):
+class Benchmark(answers.Benchmark, _Model):
     """A benchmark; ``get`` fills ``subsets`` and ``impls``, listings only count them."""
 
-    object: str = "benchmark"
+    object: str = "benchmark"  # type: ignore[assignment]
     # Derived from runs: public once one of its runs is public.
     visibility: str = "private"  # type: ignore[assignment]
     subsets: list[Subset] = Field(default_factory=list)  # type: ignore[assignment]
     impls: list[Impl] = Field(default_factory=list)  # type: ignore[assignment]
 
 
-class BenchmarkList(_Model):
+class BenchmarkList(answers.BenchmarkList, _Model):
     """One page of benchmarks; pass ``next_page_token`` on for the next."""
 
-    object: str = "list"
-    data: list[Benchmark] = Field(default_factory=list)
-    next_page_token: str | None = None
+    object: str = "list"  # type: ignore[assignment]
+    data: list[Benchmark] = Field(default_factory=list)  # type: ignore[assignment]
 
 
-class SubsetAppend(views.AppendView, _Model):
+class SubsetAppend(answers.SubsetAppend, _Model):
     """What an append did. The same idempotency key again answers this, unchanged."""
 
-    object: str = "subset_append"
+    object: str = "subset_append"  # type: ignore[assignment]
 
 
-class SubsetTasks(_Model):
+class SubsetTasks(answers.SubsetTasks, _Model):
     """A page of a subset's (or one snapshot's) task rows."""
 
-    object: str = "list"
-    subset_id: str
-    snapshot_id: str
-    total: int
-    offset: int = 0
-    data: list[AttrDict] = Field(default_factory=list)
-    has_more: bool = False
+    object: str = "list"  # type: ignore[assignment]
+    data: list[AttrDict] = Field(default_factory=list)  # type: ignore[assignment]
 
 
-class Deleted(_Model):
+class Deleted(answers.Deleted, _Model):
     """What a delete answers."""
-
-    id: str
-    object: str
-    deleted: bool = True
 
 
 class KindTally(reads.KindTally, _Model):
@@ -97,12 +89,12 @@ class KindTally(reads.KindTally, _Model):
     ``pass_rate`` is over passed + failed, like the run's summary."""
 
 
-class RegistryRun(reads.RegistryRun, _Model):
+class RegistryRun(answers.RegistryRunAnswer, _Model):
     """A finished run as the registry keys it: (benchmark, subset, impl) with the model as
     its own column. ``subset_id`` is the snapshot the run pinned; ``mine`` says the run is
     your own (others' runs are listed only when public)."""
 
-    object: str = "registry_run"
+    object: str = "registry_run"  # type: ignore[assignment]
     visibility: str = "private"  # type: ignore[assignment]
     trials: AttrDict | None = None
     # Per task kind, when the subset's rows carry ``input.kind`` (section 8); else None.
@@ -114,12 +106,11 @@ class RegistryRun(reads.RegistryRun, _Model):
         return self.run_id
 
 
-class RegistryRunList(_Model):
+class RegistryRunList(answers.RegistryRunList, _Model):
     """One page of finished runs, newest first; pass ``next_page_token`` on for the next."""
 
-    object: str = "list"
-    data: list[RegistryRun] = Field(default_factory=list)
-    next_page_token: str | None = None
+    object: str = "list"  # type: ignore[assignment]
+    data: list[RegistryRun] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 class LeaderboardRow(reads.LeaderboardRow, _Model):
@@ -129,15 +120,12 @@ class LeaderboardRow(reads.LeaderboardRow, _Model):
     by_kind: dict[str, KindTally] | None = None  # type: ignore[assignment]
 
 
-class Leaderboard(_Model):
+class Leaderboard(answers.Leaderboard, _Model):
     """A subset's leaderboard: the best pass rate per model across its public runs, under
     any of its impls (each row names the impl and snapshot its run used)."""
 
-    object: str = "leaderboard"
-    subset_id: str
-    benchmark_id: str | None = None
-    snapshot_ids: list[str] = Field(default_factory=list)
-    data: list[LeaderboardRow] = Field(default_factory=list)
+    object: str = "leaderboard"  # type: ignore[assignment]
+    data: list[LeaderboardRow] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 class ComparisonRow(reads.ComparisonRow, _Model):
@@ -146,29 +134,25 @@ class ComparisonRow(reads.ComparisonRow, _Model):
     trials: AttrDict | None = None
 
 
-class ImplComparison(_Model):
+class ImplComparison(answers.ImplComparison, _Model):
     """The runs that share an impl, side by side by model (``impls.compare``)."""
 
-    object: str = "impl_comparison"
-    impl_id: str
-    benchmark_id: str | None = None
-    data: list[ComparisonRow] = Field(default_factory=list)
+    object: str = "impl_comparison"  # type: ignore[assignment]
+    data: list[ComparisonRow] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 # The SDK's ``RegistryRun`` first, so that its widened fields win over the view's, and
 # ``_Model`` last, so that its configuration does (unknown fields kept).
-class RangeRun(RegistryRun, reads.RangeRun, _Model):
+class RangeRun(RegistryRun, answers.TaskRangeRun, _Model):
     """A run's results inside a task range: how many indices it covers, whether it has all
     of them (``complete``), its counts there, and ``outcomes`` by index
     (``"pass"``, ``"fail"``, ``"err"``)."""
 
+    object: str = "registry_run"  # type: ignore[assignment]
 
-class TaskRange(_Model):
+
+class TaskRange(answers.TaskRange, _Model):
     """The runs of a benchmark with results for task indices ``start`` .. ``end - 1``."""
 
-    object: str = "task_range"
-    benchmark_id: str
-    start: int
-    end: int
-    data: list[RangeRun] = Field(default_factory=list)
-    next_page_token: str | None = None
+    object: str = "task_range"  # type: ignore[assignment]
+    data: list[RangeRun] = Field(default_factory=list)  # type: ignore[assignment]

@@ -13,11 +13,17 @@ from typing import Any
 from .._async_http import AsyncHTTP
 from .._errors import APIConnectionError
 from .._models import (
+    Artifact,
+    ArtifactDetail,
     AsyncTaskList,
     AttrDict,
+    BlockedHost,
     DeletedRun,
     EventList,
+    Fingerprint,
+    Narration,
     Run,
+    RunComparison,
     RunEvent,
     RunList,
     TaskPayload,
@@ -151,7 +157,7 @@ class AsyncRuns:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
         return await self.update(run_id, visibility=visibility)
 
-    async def fingerprint(self, run_id: str) -> AttrDict:
+    async def fingerprint(self, run_id: str) -> Fingerprint:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""
         return await self._http.send(RunCalls.fingerprint(run_id))
 
@@ -164,7 +170,7 @@ class AsyncRuns:
         trial). The server streams it."""
         return await self._http.send(RunCalls.export(run_id, format))
 
-    async def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> AttrDict:
+    async def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> RunComparison:
         """Run ``other`` (B) against ``run_id`` (A), paired over the tasks both ran.
 
         The answer has ``flips`` (fixed / regressed / unchanged), ``errored`` and the
@@ -177,7 +183,7 @@ class AsyncRuns:
         """
         return await self._http.send(RunCalls.compare(run_id, other, alpha))
 
-    async def blocked_hosts(self, run_id: str) -> builtins.list[AttrDict]:
+    async def blocked_hosts(self, run_id: str) -> builtins.list[BlockedHost]:
         """Hosts this run's sandboxes were refused, with counts."""
         return await self._http.send(RunCalls.blocked_hosts(run_id))
 
@@ -199,11 +205,11 @@ class AsyncRuns:
 
     async def artifacts(
         self, run_id: str, type: str | None = None, include_versions: bool = False
-    ) -> builtins.list[AttrDict]:
+    ) -> builtins.list[Artifact]:
         """What each phase produced; see ``Runs.artifacts``."""
         return await self._http.send(RunCalls.artifacts(run_id, type, include_versions))
 
-    async def artifact(self, run_id: str, art_id: str) -> AttrDict:
+    async def artifact(self, run_id: str, art_id: str) -> ArtifactDetail:
         """One artifact's description and its recorded fields."""
         return await self._http.send(RunCalls.artifact(run_id, art_id))
 
@@ -215,7 +221,7 @@ class AsyncRuns:
         """The run's HTML report (one self-contained page)."""
         return await self._http.send(RunCalls.report(run_id))
 
-    async def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
+    async def narrate(self, run_id: str, slice: str = "recent") -> Narration:
         """What the run has been doing, in plain words (``slice``: recent or all)."""
         return await self._http.send(RunCalls.narrate(run_id, slice))
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._async_http import AsyncHTTP
-from .._models import AttrDict
+from .._models import AttrDict, BlockedHost
 from ._common import HostPolicyCalls, SecretCalls
 
 __all__ = ["AsyncHostPolicy", "AsyncSecrets"]
@@ -117,6 +117,6 @@ class AsyncHostPolicy:
         """``add(pattern, mode="block")``."""
         return await self.add(pattern, "block")
 
-    async def blocked_hosts(self) -> builtins.list[AttrDict]:
+    async def blocked_hosts(self) -> builtins.list[BlockedHost]:
         """Every host the account's sandboxes were refused, with counts (account-wide)."""
         return await self._http.send(HostPolicyCalls.blocked_hosts())

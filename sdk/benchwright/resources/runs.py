@@ -9,10 +9,16 @@ from typing import Any
 from .._errors import APIConnectionError
 from .._http import SyncHTTP
 from .._models import (
+    Artifact,
+    ArtifactDetail,
     AttrDict,
+    BlockedHost,
     DeletedRun,
     EventList,
+    Fingerprint,
+    Narration,
     Run,
+    RunComparison,
     RunEvent,
     RunList,
     TaskList,
@@ -198,7 +204,7 @@ class Runs:
         """Make the run (and so its benchmark) visible: ``update(visibility=...)``."""
         return self.update(run_id, visibility=visibility)
 
-    def fingerprint(self, run_id: str) -> AttrDict:
+    def fingerprint(self, run_id: str) -> Fingerprint:
         """How the run's fingerprint was derived: its records, rules, and a recomputation."""
         return self._http.send(RunCalls.fingerprint(run_id))
 
@@ -211,7 +217,7 @@ class Runs:
         trial). The server streams it."""
         return self._http.send(RunCalls.export(run_id, format))
 
-    def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> AttrDict:
+    def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> RunComparison:
         """Run ``other`` (B) against ``run_id`` (A), paired over the tasks both ran.
 
         The answer has ``flips`` (fixed / regressed / unchanged), ``errored`` and the
@@ -224,7 +230,7 @@ class Runs:
         """
         return self._http.send(RunCalls.compare(run_id, other, alpha))
 
-    def blocked_hosts(self, run_id: str) -> builtins.list[AttrDict]:
+    def blocked_hosts(self, run_id: str) -> builtins.list[BlockedHost]:
         """Hosts this run's sandboxes were refused, with counts (see ``bw.host_policy``)."""
         return self._http.send(RunCalls.blocked_hosts(run_id))
 
@@ -257,13 +263,13 @@ class Runs:
 
     def artifacts(
         self, run_id: str, type: str | None = None, include_versions: bool = False
-    ) -> builtins.list[AttrDict]:
+    ) -> builtins.list[Artifact]:
         """What each phase produced (``fetch``, ``analyze``, ``setup``, ``atomize``,
         ``model_proxy``, ``snapshot``, ``report``...): the latest of each kind, or
         every version with ``include_versions``."""
         return self._http.send(RunCalls.artifacts(run_id, type, include_versions))
 
-    def artifact(self, run_id: str, art_id: str) -> AttrDict:
+    def artifact(self, run_id: str, art_id: str) -> ArtifactDetail:
         """One artifact's description and its recorded fields."""
         return self._http.send(RunCalls.artifact(run_id, art_id))
 
@@ -275,7 +281,7 @@ class Runs:
         """The run's HTML report (one self-contained page)."""
         return self._http.send(RunCalls.report(run_id))
 
-    def narrate(self, run_id: str, slice: str = "recent") -> AttrDict:
+    def narrate(self, run_id: str, slice: str = "recent") -> Narration:
         """What the run has been doing, in plain words (``slice``: recent or all)."""
         return self._http.send(RunCalls.narrate(run_id, slice))
 

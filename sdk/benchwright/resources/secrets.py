@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._http import SyncHTTP
-from .._models import AttrDict
+from .._models import AttrDict, BlockedHost
 from ._common import HostPolicyCalls, SecretCalls
 
 __all__ = ["HostPolicy", "Secrets"]
@@ -150,7 +150,7 @@ class HostPolicy:
         """``add(pattern, mode="block")``."""
         return self.add(pattern, "block")
 
-    def blocked_hosts(self) -> builtins.list[AttrDict]:
+    def blocked_hosts(self) -> builtins.list[BlockedHost]:
         """Every host the account's sandboxes were refused, with counts: account-wide,
         where ``runs.blocked_hosts(run_id)`` is one run's."""
         return self._http.send(HostPolicyCalls.blocked_hosts())

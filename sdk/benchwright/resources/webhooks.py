@@ -23,15 +23,15 @@ import hmac
 import json
 import time
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
+
+from benchwright_shared.api import webhooks as answers
 
 from .._async_http import AsyncHTTP
 from .._errors import BenchwrightError
 from .._http import SyncHTTP
-from .._models import AttrDict
 from ._common import parse, path_id
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "WebhookEvent",
     "WebhookList",
     "WebhookSignatureError",
+    "WebhookWithSecret",
     "Webhooks",
     "construct_event",
 ]
@@ -63,87 +64,25 @@ class WebhookSignatureError(BenchwrightError, ValueError):
     timestamp, or a body that is not an event. Answer such a request with 400."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+# The gateway's answers (``benchwright_shared.api.webhooks``), read as they are: each
+# field is declared there once, with the SDK's widenings (open ``str`` enumerations,
+# ``AttrDict``, unknown fields kept).
+Webhook = answers.Webhook
+WebhookWithSecret = answers.WebhookWithSecret
+WebhookList = answers.WebhookList
+DeletedWebhook = answers.DeletedWebhook
+WebhookAttempt = answers.WebhookAttempt
+WebhookDelivery = answers.WebhookDelivery
+WebhookDeliveryList = answers.WebhookDeliveryList
+WebhookEvent = answers.WebhookEvent
 
 
-class Webhook(_Model):
-    """A registered endpoint. ``signing_secret`` is set only in the answers to
-    ``create`` and ``rotate_secret``: store it then, it is never shown again."""
-
-    id: str
-    object: str = "webhook"
-    url: str
-    events: list[str] = Field(default_factory=list)
-    description: str = ""
-    enabled: bool = True
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    secret_rotated_at: datetime | None = None
-    previous_secret_expires_at: datetime | None = None
-    signing_secret: str | None = Field(default=None, repr=False)
-
-
-class WebhookList(_Model):
-    """Your webhooks, in the order they were registered."""
-
-    object: str = "list"
-    data: list[Webhook] = Field(default_factory=list)
-
-
-class DeletedWebhook(_Model):
-    """What ``webhooks.delete`` answers: the endpoint is gone."""
-
-    id: str
-    object: str = "webhook"
-    deleted: bool = True
-
-
-class WebhookAttempt(_Model):
-    """One try at delivering: what the endpoint answered (or why nothing did), how fast."""
-
-    attempt: int
-    at: datetime | None = None
-    status_code: int | None = None
-    duration_ms: int | None = None
-    error: str | None = None
-    succeeded: bool = False
-
-
-class WebhookDelivery(_Model):
-    """An event on its way to one endpoint: ``pending``, ``succeeded`` or ``failed``."""
-
-    id: str
-    object: str = "webhook_delivery"
-    webhook_id: str
-    event_id: str
-    event: str
-    run_id: str | None = None
-    test: bool = False
-    status: str
-    created_at: datetime | None = None
-    next_attempt_at: datetime | None = None
-    attempt_count: int = 0
-    attempts: list[WebhookAttempt] = Field(default_factory=list)
-
-
-class WebhookDeliveryList(_Model):
-    """One page of a webhook's deliveries, newest first; pass ``next_page_token`` on."""
-
-    object: str = "list"
-    data: list[WebhookDelivery] = Field(default_factory=list)
-    next_page_token: str | None = None
-
-
-class WebhookEvent(_Model):
-    """What a webhook POST carries; for ``run.*`` events ``data`` is the run."""
-
-    id: str
-    object: str = "event"
-    type: str
-    created: datetime | None = None
-    test: bool = False
-    data: AttrDict = Field(default_factory=AttrDict)
+def _with_secret(data: Any) -> Webhook:
+    """An endpoint as ``create`` or ``rotate_secret`` answers it: with its signing secret,
+    except a replayed ``create`` whose secret was rotated since."""
+    if isinstance(data, dict) and "signing_secret" in data:
+        return parse(WebhookWithSecret, data)
+    return parse(Webhook, data)
 
 
 def _parse_header(sig_header: str) -> tuple[int, list[str]]:
@@ -251,7 +190,7 @@ class Webhooks:
             json=_create_body(url, events, description),
             headers=_key_header(idempotency_key),
         )
-        return parse(Webhook, data)
+        return _with_secret(data)
 
     def list(self) -> list[Webhook]:
         """Every webhook of the account, oldest first (no secrets)."""
@@ -279,7 +218,9 @@ class Webhooks:
         """Delete the webhook; deliveries still pending are given up."""
         return parse(DeletedWebhook, self._http.request("DELETE", _base(webhook_id)))
 
-    def rotate_secret(self, webhook_id: str, *, expire_previous_after_s: int = 0) -> Webhook:
+    def rotate_secret(
+        self, webhook_id: str, *, expire_previous_after_s: int = 0
+    ) -> WebhookWithSecret:
         """A new signing secret (in the answer, once). The old one keeps signing beside
         it for ``expire_previous_after_s`` seconds, so receivers can switch over."""
         data = self._http.request(
@@ -287,7 +228,7 @@ class Webhooks:
             f"{_base(webhook_id)}/rotate_secret",
             json={"expire_previous_after_s": expire_previous_after_s},
         )
-        return parse(Webhook, data)
+        return parse(WebhookWithSecret, data)
 
     def test_delivery(self, webhook_id: str, event: str = "ping") -> WebhookDelivery:
         """Send a ``ping`` (or a made-up ``run.*`` event, ``test: true``) now."""
@@ -342,7 +283,7 @@ class AsyncWebhooks:
             json=_create_body(url, events, description),
             headers=_key_header(idempotency_key),
         )
-        return parse(Webhook, data)
+        return _with_secret(data)
 
     async def list(self) -> list[Webhook]:
         """Every webhook of the account, oldest first (no secrets)."""
@@ -370,14 +311,16 @@ class AsyncWebhooks:
         """Delete the webhook; deliveries still pending are given up."""
         return parse(DeletedWebhook, await self._http.request("DELETE", _base(webhook_id)))
 
-    async def rotate_secret(self, webhook_id: str, *, expire_previous_after_s: int = 0) -> Webhook:
+    async def rotate_secret(
+        self, webhook_id: str, *, expire_previous_after_s: int = 0
+    ) -> WebhookWithSecret:
         """See :meth:`Webhooks.rotate_secret`."""
         data = await self._http.request(
             "POST",
             f"{_base(webhook_id)}/rotate_secret",
             json={"expire_previous_after_s": expire_previous_after_s},
         )
-        return parse(Webhook, data)
+        return parse(WebhookWithSecret, data)
 
     async def test_delivery(self, webhook_id: str, event: str = "ping") -> WebhookDelivery:
         """Send a ``ping`` (or a made-up ``run.*`` event, ``test: true``) now."""

@@ -1,4 +1,7 @@
-"""Billing's questions, answered over request/reply."""
+"""Billing's questions, answered over request/reply.
+
+A refusal is raised, never caught here: the bus answers it as the reply's ``problem``.
+"""
 
 from datetime import UTC, date, datetime, timedelta
 
@@ -54,26 +57,16 @@ def register(
 
     @router.subscriber(subjects.UPDATE_BILLING_CONTROLS, queue="billing")
     async def update_controls(command: UpdateBillingControls) -> BalanceView:
-        try:
-            await store.run(app.update_controls, command.account, command.changes)
-        except Refused as exc:
-            return BalanceView(problem=exc.problem())
+        await store.run(app.update_controls, command.account, command.changes)
         # A cap already passed alerts now; a balance already low refills now.
         watch.touch(command.account)
         return await balance(command.account)
 
     @router.subscriber(subjects.CREATE_TOPUP, queue="billing")
     async def create_topup(command: CreateTopup) -> TopupView:
-        try:
-            topup = await store.run(
-                app.top_up,
-                command.account,
-                command.amount_cents,
-                command.flow,
-                command.idempotency_key,
-            )
-        except Refused as exc:
-            return TopupView(problem=exc.problem())
+        topup = await store.run(
+            app.top_up, command.account, command.amount_cents, command.flow, command.idempotency_key
+        )
         watch.touch(command.account)  # a top-up lifts a declined refill's block
         return topup
 
@@ -83,10 +76,7 @@ def register(
 
     @router.subscriber(subjects.READ_TOPUP, queue="billing")
     async def read_topup(query: ReadTopup) -> TopupView:
-        try:
-            return await store.run(app.topup, query.account, query.topup_id)
-        except Refused as exc:
-            return TopupView(problem=exc.problem())
+        return await store.run(app.topup, query.account, query.topup_id)
 
     @router.subscriber(subjects.LIST_TRANSACTIONS, queue="billing")
     async def list_transactions(query: ListTransactions) -> TransactionsPage:
@@ -97,8 +87,9 @@ def register(
         try:
             start = int(query.page_token or 0)
         except ValueError:
-            error = Refused(400, "bad page token", "page_token is not one we issued")
-            return TransactionsPage(problem=error.problem())
+            raise Refused(
+                400, "bad page token", "page_token is not one we issued", field="page_token"
+            ) from None
         end = start + query.limit
         return TransactionsPage(
             data=found[start:end], next_page_token=str(end) if end < len(found) else None

@@ -19,6 +19,7 @@ from benchwright_gateway.api import (
     admin,
     artifacts,
     errors,
+    estimate,
     launch,
     lookup,
     openapi,
@@ -29,17 +30,19 @@ from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import build as build_api
 from benchwright_gateway.api import compare as compare_api
 from benchwright_gateway.api import export as export_api
+from benchwright_gateway.api import registry_impls as registry_impls_api
 from benchwright_gateway.api import registry_reads as registry_reads_api
 from benchwright_gateway.api import secrets as secrets_api
 from benchwright_gateway.api import settings as settings_api
 from benchwright_gateway.api import webhooks as webhooks_api
-from benchwright_gateway.api.auth import Principal, principal_dependency
+from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.guard import BodyGuard, Contained
 from benchwright_gateway.application import GatewayApplication
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import ALL_SCOPES
 from benchwright_gateway.projections import RunsProjection
 from benchwright_gateway.webhooks.delivery import Webhooks
+from benchwright_shared.api.base import Health
 from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
@@ -85,28 +88,32 @@ class GatewayService:
             found = await self.blocking.run(self.app.verify, token)
             return Principal(found.account, found.scopes, found.kind) if found else None
 
-        principal = principal_dependency(verify)
-        http.include_router(access.build_router(self.ctx, principal))
-        http.include_router(secrets_api.build_router(self.ctx, principal))
-        http.include_router(billing_api.build_router(self.ctx, principal))
-        http.include_router(artifacts.build_router(self.ctx, principal))
-        http.include_router(settings_api.build_router(self.ctx, principal))
-        http.include_router(launch.build_router(self.ctx, principal))
-        http.include_router(runs.build_router(self.ctx, principal))
-        http.include_router(compare_api.build_router(self.ctx, principal))
-        http.include_router(export_api.build_router(self.ctx, principal))
-        http.include_router(webhooks_api.build_router(self.ctx, principal, self.webhooks))
-        http.include_router(
-            admin.build_router(self.ctx, principal, self.views.rebuild, self.views.parked)
-        )
-        http.include_router(registry.build_router(self.ctx, principal))
-        http.include_router(build_api.build_router(self.ctx, principal))
-        http.include_router(registry_reads_api.build_router(self.ctx, principal))
+        # Module-level routers read these through ``api.deps``.
+        http.state.ctx = self.ctx
+        http.state.verify = verify
+        http.state.webhooks = self.webhooks
+        http.state.views = self.views
+        http.include_router(access.router)
+        http.include_router(secrets_api.router)
+        http.include_router(billing_api.router)
+        http.include_router(artifacts.router)
+        http.include_router(settings_api.router)
+        http.include_router(launch.router)
+        http.include_router(estimate.router)
+        http.include_router(runs.router)
+        http.include_router(compare_api.router)
+        http.include_router(export_api.router)
+        http.include_router(webhooks_api.router)
+        http.include_router(admin.router)
+        http.include_router(registry.router)
+        http.include_router(registry_impls_api.router)
+        http.include_router(build_api.router)
+        http.include_router(registry_reads_api.router)
         web.install(http, self.ctx, verify)
 
-        @http.get("/healthz")
-        async def healthz() -> dict[str, str]:
-            return {"status": "ok"}
+        @http.get("/healthz", response_model=Health)
+        async def healthz() -> Health:
+            return Health(status="ok")
 
         # Outermost last: a crash is contained after the body guard has had its say.
         http.add_middleware(

@@ -10,6 +10,11 @@ the scorer's code and the prices (the proxy's, the ones it bills with).
   English with GPT-style tokenizers; the range is -25% / +50% around it.
 * **Completion tokens**: bounded by the ``max_tokens`` the scorer asks for (else
   ``DEFAULT_MAX_TOKENS``): from one token to that bound, a quarter of it expected.
+  The bound is read the way it was written: a kind scorer's ``MAX_TOKENS`` setting
+  (``benchwright_shared.scorers.read_settings``, the block the builtin Driver
+  writes), a BUILT subset's recipe (``read_recipe``), else, in a scorer written by
+  hand, a literal ``max_tokens=`` argument or ``"max_tokens":`` entry (or a
+  module-level constant one of them names).
 
 Sandbox time and Driver work are left out and said so: a pinned run's Driver spends
 nothing, and sandbox seconds depend on the machine more than on the rows.
@@ -21,14 +26,15 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
+
+from benchwright_shared.scorers import read_recipe, read_settings
 
 CHARS_PER_TOKEN = 4.0
 # A scorer that names no max_tokens leaves the answer's length to the model.
 DEFAULT_MAX_TOKENS = 512
 LOW, HIGH = 0.75, 1.5
 MODEL_CALL = re.compile(r"\.(complete|chat)\(|chat/completions")
-MAX_TOKENS = re.compile(r"max_tokens\s*[=:]\s*(\d+)")
 
 
 @dataclass(frozen=True)
@@ -45,9 +51,64 @@ def read_scorer(code: str | None) -> Scorer:
     """The prompt template's size, the ``max_tokens`` asked for, and the call sites."""
     if not code:
         return Scorer(0, None, 1, known=False)
-    caps = [int(m) for m in MAX_TOKENS.findall(code)]
     sites = max(1, len(MODEL_CALL.findall(code)))
-    return Scorer(_template_chars(code), max(caps) if caps else None, sites, known=True)
+    return Scorer(_template_chars(code), max_tokens(code), sites, known=True)
+
+
+def max_tokens(code: str) -> int | None:
+    """The most completion tokens a call of this scorer asks for; None when it says not."""
+    try:
+        setting = read_settings(code).get("MAX_TOKENS")
+    except (ValueError, SyntaxError):
+        pass  # no settings block: not made from a kind's scorer file
+    else:
+        return setting if _is_count(setting) else None
+    try:
+        recipe = read_recipe(code)
+    except (ValueError, SyntaxError):
+        recipe = None
+    if recipe is not None:
+        knob = recipe.get("max_tokens")
+        return knob if _is_count(knob) else None
+    return _literal_max_tokens(code)
+
+
+def _literal_max_tokens(code: str) -> int | None:
+    """The largest ``max_tokens=N`` / ``"max_tokens": N`` in hand-written code, where N is
+    a number or a module-level constant set to one."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    asked: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "max_tokens":
+            asked.append(node.value)
+        elif isinstance(node, ast.Dict):
+            asked += [
+                value
+                for key, value in zip(node.keys, node.values, strict=True)
+                if isinstance(key, ast.Constant) and key.value == "max_tokens"
+            ]
+    caps = []
+    for value in asked:
+        found = value.value if isinstance(value, ast.Constant) else None
+        if isinstance(value, ast.Name):
+            found = constants.get(value.id)
+        if _is_count(found):
+            caps.append(found)
+    return max(caps) if caps else None
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _template_chars(code: str) -> int:

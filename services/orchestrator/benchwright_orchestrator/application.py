@@ -1,13 +1,28 @@
 """The orchestrator's application: runs in, run logs out."""
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import DomainEventProtocol, MutableOrImmutableAggregate
-from eventsourcing.persistence import Notification, RecordConflictError, Recording
+from eventsourcing.persistence import (
+    JSONTranscoder,
+    Notification,
+    RecordConflictError,
+    Recording,
+    Transcoding,
+)
 
-from benchwright_orchestrator.domain import Run
+from benchwright_orchestrator.domain import (
+    Agents,
+    Artifacts,
+    Lifecycle,
+    PhaseProgress,
+    Run,
+    Sandboxes,
+    TrialSweep,
+)
 from benchwright_orchestrator.plan import inherited_phases, replay_selection, selected_indices
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
@@ -45,6 +60,20 @@ def to_run_event(domain_event: DomainEventProtocol[Any], *, check: bool = True) 
     return RunEvent(run_id=run_id, seq=seq, type=name, ts=ts, data=data)
 
 
+class RunPartAsDict(Transcoding):
+    """A part of a ``Run`` (a dataclass of plain JSON) in the run's snapshots."""
+
+    def __init__(self, part: type[Any]) -> None:
+        self.type = part
+        self.name = f"run_{part.__name__}"
+
+    def encode(self, obj: Any) -> dict[str, Any]:
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+    def decode(self, data: dict[str, Any]) -> Any:
+        return self.type(**data)
+
+
 class RunsApplication(RelayedApplication):
     """Creates runs and stores their logs."""
 
@@ -52,6 +81,11 @@ class RunsApplication(RelayedApplication):
     is_snapshotting_enabled = True
     # Loading a long run stays cheap: a snapshot every few thousand events.
     snapshotting_intervals = {Run: 2000}
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        for part in (Agents, Artifacts, Lifecycle, PhaseProgress, Sandboxes, TrialSweep):
+            transcoder.register(RunPartAsDict(part))
 
     # Told each saved run's new events once they are stored (the run's trace, when
     # tracing is on: ``traces.RunTraces.observe``).
@@ -96,7 +130,7 @@ class RunsApplication(RelayedApplication):
         events = self._artifact_events(parent.run_id) if parent is not None else []
         if parent is not None:
             sut = sut or parent.sut
-            trials = parent.trials  # frozen on the parent: replays reproduce its shape
+            trials = parent.sweep.trials  # frozen on the parent: replays reproduce its shape
             if command.mode == "replay" and command.subset_id not in (None, parent.subset_id):
                 replay = {**(command.replay or {}), "from_subset_id": parent.subset_id}
                 # A registry impl the parent's Setup installed is installed again by ours.
@@ -160,7 +194,11 @@ class RunsApplication(RelayedApplication):
         """A cache hit: ``phase``'s artifacts and snapshot as ``source_id`` recorded them."""
         source = self.find_run(source_id)
         needs_snapshot = phase != "analyze"
-        if source is None or source.deleted or (needs_snapshot and phase not in source.snapshots):
+        if (
+            source is None
+            or source.deleted
+            or (needs_snapshot and phase not in source.artifacts.snapshots)
+        ):
             return False
         events = [
             e
@@ -210,10 +248,6 @@ class RunsApplication(RelayedApplication):
                 return page, True
             page.append(to_run_event(domain_event, check=False))
         return page, False
-
-    def unfinished_run_ids(self) -> list[str]:
-        """Runs whose log has no ``PipelineFinished`` (interrupted by a crash)."""
-        return sorted(UnfinishedRuns().catch_up(self))
 
 
 class UnfinishedRuns:
@@ -327,7 +361,7 @@ def pinned_impl(events: list[RunEvent]) -> str | None:
 def narrow(run: Run, indices: list[int] | None, limit: int | None) -> None:
     """A replay slice: the parent's selection cut to ``indices`` and ``limit``."""
     total = int(run.dataset.get("total_tasks") or 0)
-    selection = replay_selection(run.selection or {"kind": "all"}, total, indices, limit)
+    selection = replay_selection(run.artifacts.selection or {"kind": "all"}, total, indices, limit)
     run.dataset_tasks(
         benchmark_id=run.benchmark_id or "",
         subset_id=run.subset_id or "",

@@ -50,7 +50,7 @@ def phase_inputs(phase: str, run: Run, driver: str, driver_model: str | None) ->
     if phase == "setup":
         return {**common, "content_sha256": content, "impl_id": run.impl_id}
     if phase == "atomize":
-        analysis = run.analysis or {}
+        analysis = run.artifacts.analysis or {}
         return {
             **common,
             "content_sha256": content,
@@ -59,7 +59,7 @@ def phase_inputs(phase: str, run: Run, driver: str, driver_model: str | None) ->
             "candidates": analysis.get("candidates"),
             "driver": [driver, driver_model],
             "guidance": run.guidance,
-            "model_config_sha256": run.model_config_sha256,
+            "model_config_sha256": run.artifacts.model_config_sha256,
         }
     raise KeyError(phase)
 

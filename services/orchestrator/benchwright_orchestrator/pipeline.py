@@ -164,7 +164,7 @@ class RunPipeline:
             )
             await self.save()
             live = self.work.sandbox_id
-            if live is not None and phase in run.snapshots:
+            if live is not None and phase in run.artifacts.snapshots:
                 # The live work sandbox was made before this phase (an earlier phase
                 # missed the cache); the phase's work is in the snapshot just inherited,
                 # not in it. The next use restores that snapshot instead.
@@ -184,11 +184,11 @@ class RunPipeline:
         started = time.monotonic()
         run = self.run
         if resume:
-            resumed_phase = run.current_phase
+            resumed_phase = run.progress.current_phase
             run.resume(reason=reason)
             for sandbox_id in list(run.open_sandboxes):
                 await self.work.lose_sandbox(sandbox_id, "stale_after_restart")
-            remaining = self._remaining(resumed_phase)
+            remaining = run.progress.remaining(resumed_phase)
         else:
             resumed_phase = None
             remaining = plan_phases(
@@ -252,14 +252,6 @@ class RunPipeline:
         )
         await self.save()
 
-    def _remaining(self, phase: str | None) -> list[str]:
-        """The planned phases not yet completed, from the interrupted one on."""
-        plan = self.run.plan
-        if phase in plan:
-            return plan[plan.index(phase) :]
-        done = set(self.run.completed_phases)
-        return [p for p in plan if p not in done]
-
     async def _run_phases(self, phases: list[str], resumed_phase: str | None) -> None:
         for phase in phases:
             while True:
@@ -289,9 +281,9 @@ class RunPipeline:
         raise _Parked
 
     async def _record_halt(self, halt_reason: str) -> None:
-        if self.run.current_phase:
+        if self.run.progress.current_phase:
             self.run.fail_phase(
-                phase=self.run.current_phase,
+                phase=self.run.progress.current_phase,
                 error_type="halted",
                 detail=halt_reason,
                 stack_trace=None,

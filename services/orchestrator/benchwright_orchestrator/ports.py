@@ -3,9 +3,10 @@
 The NATS adapters (``adapters/``) implement them in production; unit tests
 give the phases fakes (``tests/orchestrator/fakes.py``). Nothing here does I/O.
 
-Errors a phase can meet::
+Errors a phase can meet (a ``PhaseError`` is a ``Refused``: one refusal type)::
 
     PhaseError                 a phase could not finish; error_type says why
+    ├── DriverError            the Driver cannot go on (``driver.base``)
     └── InfraError             the platform failed it (worth retrying)
         └── SandboxLost        the sandbox went with the sandbox-manager copy that held it
     RunSuperseded              another copy drives the run now: stop, touch nothing
@@ -14,7 +15,7 @@ Errors a phase can meet::
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from benchwright_orchestrator.domain import Run
 from benchwright_shared.contracts import (
@@ -28,19 +29,29 @@ from benchwright_shared.contracts import (
     TaskOutcome,
     TaskSpec,
 )
+from benchwright_shared.refusal import Refused
 
 
-class PhaseError(Exception):
-    """A phase could not finish; ``error_type`` names why."""
+class PhaseError(Refused):
+    """A phase could not finish; ``error_type`` (the refusal's ``code``) names why."""
+
+    # The status it answers with, should a caller ever be told (a run records the rest).
+    STATUS: ClassVar[int] = 500
+    detail: str
+    code: str
 
     def __init__(self, error_type: str, detail: str) -> None:
-        super().__init__(detail)
-        self.error_type = error_type
-        self.detail = detail
+        super().__init__(self.STATUS, "phase failed", detail, code=error_type)
+
+    @property
+    def error_type(self) -> str:
+        return self.code
 
 
 class InfraError(PhaseError):
     """The platform, not the run, failed: a retry may well succeed."""
+
+    STATUS = 503
 
 
 class SandboxLost(InfraError):

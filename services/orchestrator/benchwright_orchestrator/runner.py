@@ -24,12 +24,7 @@ from benchwright_orchestrator.adapters.replies import Replies
 from benchwright_orchestrator.adapters.store import StoredRuns
 from benchwright_orchestrator.adapters.workspace import NatsWorkspace
 from benchwright_orchestrator.application import RunsApplication, UnfinishedRuns
-from benchwright_orchestrator.domain import (
-    TERMINAL_STATUSES,
-    Run,
-    RunError,
-    RunNotPublishableError,
-)
+from benchwright_orchestrator.domain import Run, RunError, RunNotPublishableError
 from benchwright_orchestrator.driver.select import select_driver
 from benchwright_orchestrator.pipeline import PipelineDeps, RunPipeline
 from benchwright_orchestrator.plan import resolve_backend
@@ -41,13 +36,13 @@ from benchwright_shared.contracts import (
     GetRunEvents,
     HaltRun,
     LaunchRun,
-    Problem,
     ResolveRunHalt,
     RunEventsPage,
     UpdateRun,
 )
 from benchwright_shared.leases import Leases
 from benchwright_shared.liveness import Membership
+from benchwright_shared.refusal import Refused
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -149,7 +144,7 @@ class Orchestrator:
             if run_id in self._pipelines or not await self._claim(run_id):
                 continue
             run = await self.store.run(self.app.find_run, run_id)
-            if run is None or run.status in TERMINAL_STATUSES:
+            if run is None or run.lifecycle.finished:
                 await self._let_go(run_id)
                 continue
             if await self._carry_on(run):
@@ -162,18 +157,18 @@ class Orchestrator:
         It resumes where its log ends; a run parked for a person stays parked (we
         keep holding it); a run caught mid-halt is closed.
         """
-        if run.waiting:
+        if run.lifecycle.waiting:
             return False
-        if not run.plan and not run.halted and not run.deleted:
+        if not run.progress.plan and not run.lifecycle.halted and not run.deleted:
             self._spawn(run)  # launched, but the pipeline never began
             return True
         if resumable(run):
-            log.warning("resuming run %s in %s", run.run_id, run.current_phase)
+            log.warning("resuming run %s in %s", run.run_id, run.progress.current_phase)
             self._spawn(run, resume=True)
             return True
-        if run.current_phase:
+        if run.progress.current_phase:
             run.fail_phase(
-                phase=run.current_phase,
+                phase=run.progress.current_phase,
                 error_type="interrupted",
                 detail="the orchestrator stopped while this phase ran",
                 stack_trace=None,
@@ -211,7 +206,7 @@ class Orchestrator:
             self._spawn(run)
         elif run.run_id not in self._pipelines:
             # Created by a copy that died before driving it, or finished already.
-            if run.status in TERMINAL_STATUSES:
+            if run.lifecycle.finished:
                 await self._let_go(run.run_id)
             else:
                 await self._carry_on(run)
@@ -241,7 +236,7 @@ class Orchestrator:
         """A finished run's lease goes; a parked one's stays here; a superseded one is not ours."""
         if task.cancelled() or pipeline.parked or pipeline.superseded:
             return
-        if pipeline.run.status in TERMINAL_STATUSES:
+        if pipeline.run.lifecycle.finished:
             self._background(self._let_go(pipeline.run.run_id))
 
     def _background(self, work: Awaitable[None]) -> None:
@@ -294,9 +289,9 @@ class Orchestrator:
         if not await self._claim(command.run_id):
             return
         run = await self.store.run(self.app.find_run, command.run_id)
-        if run is None or run.account != command.account or run.status in TERMINAL_STATUSES:
+        if run is None or run.account != command.account or run.lifecycle.finished:
             return
-        if not run.waiting:
+        if not run.lifecycle.waiting:
             # Running, but its driver is gone: resume it here and halt it at once.
             self._spawn(run, resume=True).request_halt(command.halt_reason)
             return
@@ -356,7 +351,7 @@ class Orchestrator:
         else:
             await self.store.run(self.app.save, run)
             self.relay.wake()
-            if run.status in TERMINAL_STATUSES:
+            if run.lifecycle.finished:
                 await self._let_go(command.run_id)
 
     async def delete(self, command: DeleteRun) -> None:
@@ -370,16 +365,15 @@ class Orchestrator:
         run.delete(deleted_by=command.account)
         await self.store.run(self.app.save, run)
         self.relay.wake()
-        if run.status in TERMINAL_STATUSES:
+        if run.lifecycle.finished:
             await self._let_go(command.run_id)
 
     # -- queries ------------------------------------------------------------------------
     async def run_events(self, query: GetRunEvents) -> RunEventsPage:
         run = await self.store.run(self.app.find_run, query.run_id)
         if run is not None and run.deleted:
-            return RunEventsPage(
-                problem=Problem(status=404, title="run not found", detail="the run was deleted")
-            )
+            deleted = Refused(404, "run not found", "the run was deleted", code="not_found")
+            return RunEventsPage(problem=deleted.problem())
         events, has_more = await self.store.run(
             lambda: self.app.run_events(
                 query.run_id, after_seq=query.after_seq, types=query.types, limit=query.limit
@@ -390,7 +384,7 @@ class Orchestrator:
 
 def resumable(run: Run) -> bool:
     """Whether the run can carry on: not being halted, and its plan on record."""
-    return not run.halted and bool(run.plan) and not run.deleted
+    return not run.lifecycle.halted and bool(run.progress.plan) and not run.deleted
 
 
 __all__ = ["Orchestrator", "RunSuperseded", "resumable"]

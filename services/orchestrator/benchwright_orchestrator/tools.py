@@ -86,7 +86,7 @@ class PipelineTools:
 
     def _open_call(self, tool: str, arguments: dict[str, Any]) -> str:
         self._calls += 1
-        call_id = f"{self.phase}-{self.run.invocations.get(self.phase, 1)}-{self._calls}"
+        call_id = f"{self.phase}-{self.run.progress.invocations.get(self.phase, 1)}-{self._calls}"
         self.run.tool_call(phase=self.phase, call_id=call_id, tool=tool, arguments=arguments)
         return call_id
 

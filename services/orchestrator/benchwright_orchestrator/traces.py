@@ -112,7 +112,7 @@ def _phase_ended(saved: _Saved, entry: LogEntry[PhaseCompleted | PhaseFailed]) -
         started = ended - timedelta(milliseconds=data.duration_ms)
     else:
         started = ended  # started before this copy held the run, and its log says no more
-    invocation = run.invocations.get(data.phase, 1)
+    invocation = run.progress.invocations.get(data.phase, 1)
     span = saved.traces.tracing.span(
         f"phase {data.phase}",
         parent=run_span(run.run_id),

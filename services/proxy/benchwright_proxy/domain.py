@@ -45,7 +45,33 @@ def parse_key(key: str) -> tuple[str, str]:
         raise InvalidProxyKeyError("malformed proxy key") from None
 
 
+# What a binding holds besides its key, each set by an event after ``Attached``.
+_TERMS = (
+    "secret_versions",
+    "task_cost_micros",
+    "attempt_cost_micros",
+    "task_rows",
+    "trials_k",
+    "cache",
+    "telemetry",
+)
+
+
 class ModelBinding(Aggregate):
+    """Which run may call which model, and on what terms (ceilings, cache, telemetry,
+    pinned secret versions)."""
+
+    # 2: the terms set by later events are on every binding from ``Attached`` on.
+    # Bindings are rebuilt from their events (``Attached`` sets the defaults); a
+    # version 1 snapshot, should one exist, is given them by the upcaster.
+    class_version = 2
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """Give a version 1 snapshot's state the terms it may lack, as unset."""
+        for name in _TERMS:
+            state.setdefault(name, None)
+
     @staticmethod
     def create_id(run_id: str) -> uuid.UUID:
         return uuid.UUID(run_id)
@@ -60,6 +86,15 @@ class ModelBinding(Aggregate):
         self.key_hash = key_hash
         self.model_id = model_id
         self.active = True
+        # Terms later events set; None: unset (no ceiling, cache off, default telemetry,
+        # no pinned versions).
+        self.secret_versions: dict[str, int] | None = None
+        self.task_cost_micros: int | None = None
+        self.attempt_cost_micros: int | None = None
+        self.task_rows: int | None = None
+        self.trials_k: int | None = None
+        self.cache: dict[str, Any] | None = None
+        self.telemetry: dict[str, bool] | None = None
 
     @event("KeyIssued")
     def issue_key(self, key_hash: str) -> None:
@@ -97,7 +132,7 @@ class ModelBinding(Aggregate):
     @property
     def task_bounds(self) -> tuple[int | None, int | None]:
         """(dataset rows, trials a task) the run's calls must fall within; None unknown."""
-        return getattr(self, "task_rows", None), getattr(self, "trials_k", None)
+        return self.task_rows, self.trials_k
 
     @event("CacheChosen")
     def choose_cache(self, cache: dict[str, Any] | None) -> None:
@@ -106,8 +141,7 @@ class ModelBinding(Aggregate):
 
     @property
     def cache_setting(self) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = getattr(self, "cache", None)  # older bindings: off
-        return found
+        return self.cache
 
     @event("TelemetryChosen")
     def choose_telemetry(self, telemetry: dict[str, bool] | None) -> None:
@@ -116,19 +150,17 @@ class ModelBinding(Aggregate):
 
     @property
     def telemetry_setting(self) -> dict[str, bool] | None:
-        found: dict[str, bool] | None = getattr(self, "telemetry", None)  # older: defaults
-        return found
+        return self.telemetry
 
     @property
     def ceilings(self) -> tuple[int | None, int | None]:
         """(task, attempt) cost ceilings in micro-dollars; (None, None) when unset."""
-        return getattr(self, "task_cost_micros", None), getattr(self, "attempt_cost_micros", None)
+        return self.task_cost_micros, self.attempt_cost_micros
 
     @property
     def pinned_versions(self) -> dict[str, int] | None:
         """The versions pinned at the first attach; None before (older bindings too)."""
-        versions: dict[str, int] | None = getattr(self, "secret_versions", None)
-        return versions
+        return self.secret_versions
 
     def accepts(self, secret: str) -> bool:
         return self.active and hmac.compare_digest(self.key_hash, hash_secret(secret))

@@ -22,8 +22,9 @@ from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
 from benchwright_proxy.pricing import call_cost_micros
-from benchwright_proxy.providers import PROVIDERS, Provider, ProviderError, provider_key
+from benchwright_proxy.providers import Provider, ProviderError, unknown_provider
 from benchwright_proxy.providers.auth import UpstreamAuth
+from benchwright_proxy.providers.registry import PROVIDERS, provider_key
 from benchwright_proxy.response_cache import Answers, cache_key, reads, writes
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
@@ -65,7 +66,7 @@ class ProviderPool:
         if provider is not None:
             return provider
         if name not in PROVIDERS:
-            raise ProviderError(400, f"unknown provider {sut.provider!r}")
+            raise unknown_provider(sut)
         async with self._lock:
             if name not in self._providers:
                 self._providers[name] = await asyncio.to_thread(
@@ -181,8 +182,8 @@ async def _complete(call: _Call, body: dict[str, Any], keep: Keep | None = None)
         call.provider = await call.pool.get(call.sut)
         result = await call.provider.chat(call.sut, body, call.auth)
     except ProviderError as exc:
-        call.finish({}, False, error_type=getattr(exc, "kind", "upstream_error"))
-        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
+        call.finish({}, False, error_type=exc.code)
+        return _error(exc.status, exc.detail, exc.code)
     except BaseException as exc:
         call.finish({}, False, error_type=type(exc).__name__)
         raise
@@ -209,8 +210,8 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
         call.provider = await call.pool.get(call.sut)
         frames = call.provider.stream(call.sut, body, call.auth)
     except ProviderError as exc:
-        call.finish({}, False, error_type=getattr(exc, "kind", "upstream_error"))
-        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
+        call.finish({}, False, error_type=exc.code)
+        return _error(exc.status, exc.detail, exc.code)
     first = b""
     try:
         # The status line waits for the first whole event, so that whatever
@@ -224,9 +225,9 @@ async def _stream(call: _Call, body: dict[str, Any]) -> Response:
             call.finish(tap.usage, False)
             return _error(502, "the upstream answered with an empty stream", "upstream_error")
     except ProviderError as exc:
-        call.finish(tap.usage, False, error_type=getattr(exc, "kind", "upstream_error"))
+        call.finish(tap.usage, False, error_type=exc.code)
         await frames.aclose()
-        return _error(exc.status, exc.detail, getattr(exc, "kind", "upstream_error"))
+        return _error(exc.status, exc.detail, exc.code)
     except BaseException:
         call.finish(tap.usage, False)
         await frames.aclose()
@@ -271,7 +272,7 @@ async def _relay(
             yield rest
         ok = True
     except ProviderError as exc:
-        error_type = getattr(exc, "kind", "upstream_error")
+        error_type = exc.code
         yield error_event(exc.status, exc.detail)
     except Exception as exc:
         error_type = type(exc).__name__

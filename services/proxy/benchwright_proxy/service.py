@@ -19,8 +19,9 @@ from benchwright_proxy.domain import ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.pricing import call_cost_micros
-from benchwright_proxy.providers import ProviderError, known_provider, max_concurrency
+from benchwright_proxy.providers import unknown_provider
 from benchwright_proxy.providers.auth import UpstreamAuth
+from benchwright_proxy.providers.registry import known_provider, max_concurrency
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.traces import CallTraces
 from benchwright_proxy.usage import CallRecord, UsageMeter
@@ -33,7 +34,6 @@ from benchwright_shared.contracts import (
     ModelUsageRecorded,
     SutRef,
 )
-from benchwright_shared.contracts.base import Problem
 from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -117,7 +117,7 @@ class ProxyRuntime:
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
-            raise ProviderError(400, f"unknown provider {sut.provider!r}")
+            raise unknown_provider(sut)
         secret = (
             self.derive("proxy-key", f"{run_id}\x1f{command_id}")
             if self.derive is not None and command_id
@@ -199,12 +199,8 @@ class ProxyRuntime:
         prices = self.settings.model_prices
         sut = query.sut
         operator = f"{sut.provider}/{sut.model}" in prices or sut.model in prices
-        try:
-            provider = None if operator else await self.pool.get(sut)
-        except ProviderError as exc:
-            return ModelCallPrices(
-                problem=Problem(status=exc.status, title="unknown provider", detail=exc.detail)
-            )
+        # A provider that cannot serve ``sut`` refuses with its own cause (ProviderError).
+        provider = None if operator else await self.pool.get(sut)
         micros = [call_cost_micros(prices, sut, usage, provider) for usage in query.usages]
         source = "operator" if operator else ("provider" if any(micros) else "unpriced")
         return ModelCallPrices(micros=micros, source=source)

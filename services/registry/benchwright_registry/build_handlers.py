@@ -1,8 +1,8 @@
 """BUILT subsets over request/reply: create, read the recipe, edit it, edit the samples.
 
 Thin, like ``handlers``: read the message (and the rows' upload), call the
-``BuildApplication`` on the store thread, answer. A refusal is an answer with a
-``problem``.
+``BuildApplication`` on the store thread, answer. A refusal is raised, never caught
+here: the bus answers it as the reply's ``problem``.
 """
 
 from collections.abc import Callable
@@ -48,8 +48,6 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             rows = await read_upload(js, upload) if upload is not None else []
             app = await rt.ready()
             return await rt.store.run(lambda: fn(build(app), rows))
-        except Refused as exc:
-            return BuildAnswer(problem=exc.problem())
         finally:
             await discard_upload(js, upload)
 

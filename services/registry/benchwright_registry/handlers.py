@@ -1,8 +1,8 @@
 """The registry's questions and authoring requests, answered over request/reply.
 
 Thin: read the message (and, for task rows, the upload it names), call the
-application on the store thread, answer. A refusal is an answer with a
-``problem``, never an exception on the bus.
+application on the store thread, answer. A refusal is raised, never caught here:
+the bus answers it as the reply's ``problem`` (``benchwright_shared.bus.ANSWER_REFUSALS``).
 """
 
 import json
@@ -29,7 +29,6 @@ from benchwright_shared.contracts import (
     GetSubsetRows,
     ImplCode,
     ListCatalog,
-    Problem,
     ResolveBenchmark,
     RunEventsPage,
     SubsetRows,
@@ -132,12 +131,6 @@ def register(router: NatsRouter, rt: Runtime) -> None:
         app = await rt.ready()
         return await rt.store.run(fn, app)
 
-    async def answer(fn: Callable[[RegistryApplication], RegistryAnswer]) -> RegistryAnswer:
-        try:
-            return await call(fn)
-        except Refused as exc:
-            return RegistryAnswer(problem=exc.problem())
-
     def authoring(app: RegistryApplication) -> AuthoringApplication:
         if app.authoring is None:
             raise Refused(503, "authoring unavailable", "this registry has no store")
@@ -192,11 +185,11 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             view, created = authoring(app).create_benchmark(command)
             return RegistryAnswer(benchmark=view, created=created)
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.UPDATE_BENCHMARK, queue=QUEUE)
     async def update_benchmark(command: UpdateBenchmark) -> RegistryAnswer:
-        return await answer(
+        return await call(
             lambda app: RegistryAnswer(benchmark=authoring(app).update_benchmark(command))
         )
 
@@ -210,7 +203,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
                 benchmark=authoring(app).benchmark(query.account, query.benchmark_id)
             )
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.LIST_BENCHMARKS, queue=QUEUE)
     async def list_benchmarks(query: ListBenchmarks) -> RegistryAnswer:
@@ -218,7 +211,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             page, token = app.list_benchmarks(query)
             return RegistryAnswer(benchmarks=page, next_page_token=token)
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.DELETE_BENCHMARK, queue=QUEUE)
     async def delete_benchmark(command: DeleteBenchmark) -> RegistryAnswer:
@@ -226,7 +219,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             authoring(app).delete_benchmark(command.account, command.benchmark_id)
             return RegistryAnswer()
 
-        return await answer(run)
+        return await call(run)
 
     # -- subsets --------------------------------------------------------------------------
     async def with_rows(
@@ -234,12 +227,9 @@ def register(router: NatsRouter, rt: Runtime) -> None:
         fn: Callable[[RegistryApplication, list[dict[str, Any]]], RegistryAnswer],
     ) -> RegistryAnswer:
         js = rt.jetstream()
+        rows = await read_upload(js, upload) if upload is not None else []
         try:
-            rows = await read_upload(js, upload) if upload is not None else []
-        except Refused as exc:
-            return RegistryAnswer(problem=exc.problem())
-        try:
-            return await answer(lambda app: fn(app, rows))
+            return await call(lambda app: fn(app, rows))
         finally:
             await discard_upload(js, upload)
 
@@ -261,9 +251,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
 
     @router.subscriber(subjects.UPDATE_SUBSET, queue=QUEUE)
     async def update_subset(command: UpdateSubset) -> RegistryAnswer:
-        return await answer(
-            lambda app: RegistryAnswer(subset=authoring(app).update_subset(command))
-        )
+        return await call(lambda app: RegistryAnswer(subset=authoring(app).update_subset(command)))
 
     @router.subscriber(subjects.READ_SUBSET, queue=QUEUE)
     async def read_subset(query: ReadSubset) -> RegistryAnswer:
@@ -277,7 +265,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             )
             return RegistryAnswer(subset=view, rows=rows)
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.DELETE_SUBSET, queue=QUEUE)
     async def delete_subset(command: DeleteSubset) -> RegistryAnswer:
@@ -285,7 +273,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             authoring(app).delete_subset(command.account, command.subset_id)
             return RegistryAnswer()
 
-        return await answer(run)
+        return await call(run)
 
     # -- impls ----------------------------------------------------------------------------
     @router.subscriber(subjects.CREATE_IMPL, queue=QUEUE)
@@ -294,11 +282,11 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             view, created = authoring(app).create_impl(command)
             return RegistryAnswer(impl=view, created=created)
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.UPDATE_IMPL, queue=QUEUE)
     async def update_impl(command: UpdateImpl) -> RegistryAnswer:
-        return await answer(lambda app: RegistryAnswer(impl=authoring(app).update_impl(command)))
+        return await call(lambda app: RegistryAnswer(impl=authoring(app).update_impl(command)))
 
     @router.subscriber(subjects.READ_IMPL, queue=QUEUE)
     async def read_impl(query: ReadImpl) -> RegistryAnswer:
@@ -306,7 +294,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             view, code = app.read_impl(query.account, query.impl_id)
             return RegistryAnswer(impl=view, code=code if query.with_code else None)
 
-        return await answer(run)
+        return await call(run)
 
     @router.subscriber(subjects.DELETE_IMPL, queue=QUEUE)
     async def delete_impl(command: DeleteImpl) -> RegistryAnswer:
@@ -314,7 +302,7 @@ def register(router: NatsRouter, rt: Runtime) -> None:
             authoring(app).delete_impl(command.account, command.impl_id)
             return RegistryAnswer()
 
-        return await answer(run)
+        return await call(run)
 
 
 # How long the registry waits for the orchestrator's run log (impls from runs).
@@ -331,38 +319,23 @@ def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBro
 
     @router.subscriber(subjects.READ_LEADERBOARD, queue=QUEUE)
     async def leaderboard(query: ReadLeaderboard) -> Leaderboard:
-        try:
-            return await call(lambda app: app.reads.leaderboard(query))
-        except Refused as exc:
-            return Leaderboard(problem=exc.problem())
+        return await call(lambda app: app.reads.leaderboard(query))
 
     @router.subscriber(subjects.LIST_REGISTRY_RUNS, queue=QUEUE)
     async def runs(query: ListRegistryRuns) -> RegistryRunList:
-        try:
-            return await call(lambda app: app.reads.runs(query))
-        except Refused as exc:
-            return RegistryRunList(problem=exc.problem())
+        return await call(lambda app: app.reads.runs(query))
 
     @router.subscriber(subjects.COMPARE_IMPL, queue=QUEUE)
     async def compare(query: CompareImpl) -> Comparison:
-        try:
-            return await call(lambda app: app.reads.compare(query))
-        except Refused as exc:
-            return Comparison(problem=exc.problem())
+        return await call(lambda app: app.reads.compare(query))
 
     @router.subscriber(subjects.READ_TASK_RANGE, queue=QUEUE)
     async def task_range(query: ReadTaskRange) -> TaskRange:
-        try:
-            return await call(lambda app: app.reads.task_range(query))
-        except Refused as exc:
-            return TaskRange(problem=exc.problem())
+        return await call(lambda app: app.reads.task_range(query))
 
     @router.subscriber(subjects.FIND_PHASE_CELL, queue=QUEUE)
     async def phase_cell(query: FindPhaseCell) -> PhaseCell:
-        try:
-            return await call(lambda app: app.reads.phase_cell(query))
-        except Refused as exc:
-            return PhaseCell(problem=exc.problem())
+        return await call(lambda app: app.reads.phase_cell(query))
 
     @router.subscriber(subjects.CREATE_IMPL_FROM_RUN, queue=QUEUE)
     async def impl_from_run(command: CreateImplFromRun) -> RegistryAnswer:
@@ -376,13 +349,12 @@ def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBro
             )
         except Exception:
             log.warning("registry: no run log for %s", command.run_id, exc_info=True)
-            problem = Problem(
-                title="run log unavailable",
-                status=503,
-                detail="the orchestrator did not answer; try again",
-                extra={"code": "unavailable"},
-            )
-            return RegistryAnswer(problem=problem)
+            raise Refused(
+                503,
+                "run log unavailable",
+                "the orchestrator did not answer; try again",
+                code="unavailable",
+            ) from None
         # A deleted run's log answers a problem: it reads as missing, like any other.
         events = [] if page.problem is not None else page.events
 
@@ -390,7 +362,4 @@ def register_reads(router: NatsRouter, rt: Runtime, broker: Callable[[], NatsBro
             view, created = app.reads.impl_from_run(command, events)
             return RegistryAnswer(impl=view, created=created)
 
-        try:
-            return await call(run)
-        except Refused as exc:
-            return RegistryAnswer(problem=exc.problem())
+        return await call(run)

@@ -64,6 +64,7 @@ from benchwright_shared.contracts import (
     SnapshotSandbox,
 )
 from benchwright_shared.liveness import Membership
+from benchwright_shared.refusal import Refused
 from benchwright_shared.relay import Relay
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -81,13 +82,32 @@ class RetryLater(Exception):
     """Not the command's fault (the store is unreachable, say): let JetStream redeliver it."""
 
 
-class CommandRefused(Exception):
-    """A command that cannot be carried out; answered as ``SandboxCommandFailed``."""
+# The status a refusal of each kind carries; any other is 422 (the command cannot be done).
+REFUSAL_STATUS = {
+    "no_sandbox": 404,
+    "snapshot_not_found": 404,
+    "unsafe_path": 400,
+    "unknown_backend": 400,
+    "sandbox_killed": 409,
+    "already_killed": 409,
+    "not_held_here": 409,
+    "isolation_unavailable": 503,
+}
+
+
+class CommandRefused(Refused):
+    """A command that cannot be carried out; answered as ``SandboxCommandFailed``, its
+    ``error_type`` being the refusal's ``code``."""
+
+    detail: str
+    code: str
 
     def __init__(self, error_type: str, detail: str) -> None:
-        super().__init__(detail)
-        self.error_type = error_type
-        self.detail = detail
+        super().__init__(REFUSAL_STATUS.get(error_type, 422), None, detail, code=error_type)
+
+    @property
+    def error_type(self) -> str:
+        return self.code
 
 
 def refusal(exc: BaseException, default: str) -> CommandRefused:

@@ -12,6 +12,18 @@ from typing import TYPE_CHECKING, Any
 # The names below load on first use: a reader of one module (the SDK reads the
 # registry's views) does not pay for building every contract.
 if TYPE_CHECKING:
+    from benchwright_shared.contracts.agent_events import (
+        AGENT_EVENT_TYPES,
+        TEXT_CAP,
+        AgentAttemptEnded,
+        AgentAttemptStarted,
+        AgentModelTurn,
+        AgentToolCall,
+        AgentToolResult,
+        AttemptEndReason,
+        VerifierFinished,
+        cap_text,
+    )
     from benchwright_shared.contracts.base import Contract, Problem
     from benchwright_shared.contracts.commands import (
         COMPUTE_CHOICES,
@@ -72,7 +84,7 @@ if TYPE_CHECKING:
     from benchwright_shared.contracts.run_events import RUN_EVENT_TYPES, RunEvent, SutRef
 
 # Where ``__getattr__`` looks for a name, in this order.
-_SOURCES = ("base", "commands", "events", "queries", "run_events")
+_SOURCES = ("agent_events", "base", "commands", "events", "queries", "run_events")
 
 if not TYPE_CHECKING:  # mypy reads the imports above, and so still checks every name
 
@@ -87,9 +99,17 @@ if not TYPE_CHECKING:  # mypy reads the imports above, and so still checks every
 
 
 __all__ = [
+    "AGENT_EVENT_TYPES",
     "COMPUTE_CHOICES",
     "RUN_EVENT_TYPES",
+    "TEXT_CAP",
+    "AgentAttemptEnded",
+    "AgentAttemptStarted",
+    "AgentModelTurn",
+    "AgentToolCall",
+    "AgentToolResult",
     "AttachModel",
+    "AttemptEndReason",
     "BenchmarkResolution",
     "CatalogBenchmarkEntry",
     "CatalogListing",
@@ -141,5 +161,7 @@ __all__ = [
     "TaskOutcome",
     "TaskSpec",
     "UpdateRun",
+    "VerifierFinished",
     "Visibility",
+    "cap_text",
 ]

@@ -13,19 +13,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchwright_shared.contracts.agent_events import AGENT_EVENT_TYPES
+from benchwright_shared.contracts.run_event_data import RunEventData as _RunEventData
+
 Phase = Literal[
     "fork", "find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report"
 ]
 
 
-class _Data(BaseModel):
-    # Readers ignore what they do not know (a newer writer's field); writers may not
-    # record it (``run_log.check_run_event``).
-    model_config = ConfigDict(extra="ignore")
-
-
-# The base of every run event's data model.
-RunEventData = _Data
+# The base of every run event's data model (``run_event_data``, shared with
+# ``agent_events``).
+RunEventData = _RunEventData
+_Data = _RunEventData
 
 
 class SutRef(_Data):
@@ -350,44 +349,44 @@ class PipelineFinished(_Data):
 
 
 # Every type a run log may hold -> its data model.
-RUN_EVENT_TYPES: dict[str, type[RunEventData]] = {
-    cls.__name__: cls
-    for cls in (
-        RunLaunched,
-        PipelineStarted,
-        PipelineResumed,
-        DriverSelected,
-        BenchmarkResolved,
-        PhaseStarted,
-        PhaseCompleted,
-        PhaseFailed,
-        PhaseFingerprint,
-        PhaseRestarted,
-        HaltCleared,
-        AgentTextEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-        SandboxCreated,
-        SandboxKilled,
-        SandboxLost,
-        FetchArtifact,
-        AnalyzeArtifact,
-        SyntheticSubsetCreated,
-        DatasetTasksArtifact,
-        SetupArtifact,
-        AtomizeArtifact,
-        ModelProxyArtifact,
-        SnapshotCreated,
-        HarnessLogArtifact,
-        MaterializeTaskResult,
-        MaterializeTaskAggregated,
-        ReportFile,
-        RunHalted,
-        RunDeleted,
-        RunUpdated,
-        PipelineFinished,
-    )
-}
+_RUN_EVENT_MODELS: tuple[type[RunEventData], ...] = (
+    RunLaunched,
+    PipelineStarted,
+    PipelineResumed,
+    DriverSelected,
+    BenchmarkResolved,
+    PhaseStarted,
+    PhaseCompleted,
+    PhaseFailed,
+    PhaseFingerprint,
+    PhaseRestarted,
+    HaltCleared,
+    AgentTextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    SandboxCreated,
+    SandboxKilled,
+    SandboxLost,
+    FetchArtifact,
+    AnalyzeArtifact,
+    SyntheticSubsetCreated,
+    DatasetTasksArtifact,
+    SetupArtifact,
+    AtomizeArtifact,
+    ModelProxyArtifact,
+    SnapshotCreated,
+    HarnessLogArtifact,
+    MaterializeTaskResult,
+    MaterializeTaskAggregated,
+    ReportFile,
+    RunHalted,
+    RunDeleted,
+    RunUpdated,
+    PipelineFinished,
+    # What an agent did in a task's attempt (``agent_events``).
+    *AGENT_EVENT_TYPES,
+)
+RUN_EVENT_TYPES: dict[str, type[RunEventData]] = {cls.__name__: cls for cls in _RUN_EVENT_MODELS}
 
 
 class RunEvent(BaseModel):

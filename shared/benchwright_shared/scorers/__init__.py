@@ -18,13 +18,17 @@ lines::
 
 The values in the file are the built-in catalog's (so the file as it is scores
 that benchmark); the builtin Driver replaces them with the values it found for
-its dataset and keeps everything else, comments included, byte for byte.
+its dataset and keeps everything else, comments included, byte for byte. Whoever
+needs a scorer's knobs back (the gateway's estimate: ``MAX_TOKENS``) reads them
+with ``read_settings``, and a BUILT subset's with ``read_recipe``: the literals
+as written, never a pattern over the code.
 
 An impl's id is a hash of its code, so any edit to one of these files gives the
 scorers that are made from it new impl ids (decision 0028); runs already made keep
 the code they recorded.
 """
 
+import ast
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -35,6 +39,9 @@ __all__ = [
     "SETTINGS_END",
     "SETTINGS_START",
     "ScorerParts",
+    "parse_setting",
+    "read_recipe",
+    "read_settings",
     "scorer_source",
     "split_settings",
 ]
@@ -89,3 +96,54 @@ def split_settings(source: str) -> ScorerParts:
         lines=tuple(lines[start + 1 : end]),
         tail="".join(lines[end:]),
     )
+
+
+def parse_setting(line: str) -> tuple[str, ast.expr] | None:
+    """A settings block's line as (the constant it sets, the value's expression), or None
+    for a blank or comment line; ``ValueError`` for any other line."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    body = ast.parse(line).body
+    statement = body[0] if len(body) == 1 else None
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        raise ValueError(f"a settings line must set one constant: {line!r}")
+    return statement.targets[0].id, statement.value
+
+
+def read_settings(source: str) -> dict[str, object]:
+    """The constants of ``source``'s settings block by name, as their literals say.
+
+    ``ValueError`` when the file has no one settings block, or a line of it does not
+    set one constant to a literal (the only lines the builtin Driver writes there).
+    """
+    values: dict[str, object] = {}
+    for line in split_settings(source).lines:
+        setting = parse_setting(line)
+        if setting is not None:
+            name, value = setting
+            values[name] = ast.literal_eval(value)
+    return values
+
+
+def read_recipe(source: str) -> dict[str, object] | None:
+    """The ``RECIPE`` a BUILT subset's code starts with (``built_runner`` behind it), or
+    None when the code sets none. The registry writes it as a dict literal; any other
+    value is a ``ValueError``."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in module.body:
+        if (
+            isinstance(node, ast.Assign)
+            and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["RECIPE"]
+            and isinstance(node.value, ast.Dict)
+        ):
+            recipe = ast.literal_eval(node.value)
+            return {str(key): value for key, value in recipe.items()}
+    return None

@@ -9,8 +9,8 @@ from typing import Any
 from ..._config import ClientConfig, resolve_config
 from ..._errors import APIResponseError
 from ..._http import Call
-from ..._models import AttrDict
-from .base import key_header, parse_dict, parse_list, path_id, present
+from ..._models import AttrDict, BlockedHost
+from .base import blocked_host_rows, key_header, parse_dict, parse_list, path_id, present
 
 __all__ = ["AccountCalls", "HostPolicyCalls", "SecretCalls", "TokenCalls"]
 
@@ -108,8 +108,8 @@ class HostPolicyCalls:
         return HostPolicyCalls.update(add=[rule], idempotency_key=idempotency_key)
 
     @staticmethod
-    def blocked_hosts() -> Call[builtins.list[AttrDict]]:
-        return Call("GET", "/v1/blocked-hosts", parse_list)
+    def blocked_hosts() -> Call[builtins.list[BlockedHost]]:
+        return Call("GET", "/v1/blocked-hosts", blocked_host_rows)
 
 
 class TokenCalls:

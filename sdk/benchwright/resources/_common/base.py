@@ -18,8 +18,10 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
+from benchwright_shared.api.account import BlockedHostList
+
 from ..._errors import APIResponseError
-from ..._models import AttrDict
+from ..._models import AttrDict, BlockedHost
 
 __all__ = [
     "Page",
@@ -65,6 +67,11 @@ def parse_list(data: Any) -> list[AttrDict]:
     if not isinstance(rows, list):
         raise APIResponseError("expected a list object with a data array from the server")
     return [parse_dict(row) for row in rows]
+
+
+def blocked_host_rows(data: Any) -> list[BlockedHost]:
+    """The rows of a ``BlockedHostList`` answer."""
+    return parse(BlockedHostList, data).data
 
 
 def parser[M: BaseModel](model: type[M]) -> Callable[[Any], M]:

@@ -13,16 +13,31 @@ from pydantic import BaseModel
 
 from ..._errors import APIResponseError, WaitTimeoutError
 from ..._http import Call
-from ..._models import AttrDict, DeletedRun, EventList, Run, RunEvent, RunList, TaskPayload
+from ..._models import (
+    Artifact,
+    ArtifactDetail,
+    ArtifactList,
+    AttrDict,
+    BlockedHost,
+    DeletedRun,
+    EventList,
+    Fingerprint,
+    Narration,
+    Run,
+    RunComparison,
+    RunEvent,
+    RunList,
+    TaskPayload,
+)
 from ..._retry import RetryPolicy
 from .base import (
     as_bytes,
     as_text,
+    blocked_host_rows,
     csv_param,
     key_header,
     parse,
     parse_dict,
-    parse_list,
     parser,
     path_id,
     present,
@@ -182,8 +197,8 @@ class RunCalls:
         return Call("GET", RUNS, parser(RunList), params=params)
 
     @staticmethod
-    def fingerprint(run_id: str) -> Call[AttrDict]:
-        return Call("GET", run_path(run_id, "fingerprint"), parse_dict)
+    def fingerprint(run_id: str) -> Call[Fingerprint]:
+        return Call("GET", run_path(run_id, "fingerprint"), parser(Fingerprint))
 
     @staticmethod
     def export(run_id: str, format: str) -> Call[bytes]:
@@ -191,24 +206,25 @@ class RunCalls:
         return Call("GET", run_path(run_id, "export"), as_bytes, params=params, raw=True)
 
     @staticmethod
-    def compare(run_id: str, other: str, alpha: float) -> Call[AttrDict]:
+    def compare(run_id: str, other: str, alpha: float) -> Call[RunComparison]:
         params: dict[str, str | float] = {"with": other, "alpha": alpha}
-        return Call("GET", run_path(run_id, "compare"), parse_dict, params=params)
+        return Call("GET", run_path(run_id, "compare"), parser(RunComparison), params=params)
 
     @staticmethod
-    def blocked_hosts(run_id: str) -> Call[builtins.list[AttrDict]]:
-        return Call("GET", run_path(run_id, "blocked-hosts"), parse_list)
+    def blocked_hosts(run_id: str) -> Call[builtins.list[BlockedHost]]:
+        return Call("GET", run_path(run_id, "blocked-hosts"), blocked_host_rows)
 
     @staticmethod
     def artifacts(
         run_id: str, type: str | None, include_versions: bool
-    ) -> Call[builtins.list[AttrDict]]:
+    ) -> Call[builtins.list[Artifact]]:
         params = {"type": type, "include_versions": include_versions or None}
-        return Call("GET", run_path(run_id, "artifacts"), parse_list, params=params)
+        return Call("GET", run_path(run_id, "artifacts"), _artifact_rows, params=params)
 
     @staticmethod
-    def artifact(run_id: str, art_id: str) -> Call[AttrDict]:
-        return Call("GET", run_path(run_id, "artifacts", path_id(art_id)), parse_dict)
+    def artifact(run_id: str, art_id: str) -> Call[ArtifactDetail]:
+        path = run_path(run_id, "artifacts", path_id(art_id))
+        return Call("GET", path, parser(ArtifactDetail))
 
     @staticmethod
     def artifact_content(run_id: str, art_id: str) -> Call[bytes]:
@@ -220,8 +236,9 @@ class RunCalls:
         return Call("GET", run_path(run_id, "report"), as_text, raw=True)
 
     @staticmethod
-    def narrate(run_id: str, slice: str) -> Call[AttrDict]:
-        return Call("GET", run_path(run_id, "narrate"), parse_dict, params={"slice": slice})
+    def narrate(run_id: str, slice: str) -> Call[Narration]:
+        params = {"slice": slice}
+        return Call("GET", run_path(run_id, "narrate"), parser(Narration), params=params)
 
     @staticmethod
     def events(
@@ -330,3 +347,8 @@ class WaitClock:
         if remaining <= 0:
             raise WaitTimeoutError(self._run_id, self._timeout, run.status or "unknown")
         return min(self._poll_interval, remaining)
+
+
+def _artifact_rows(data: Any) -> builtins.list[Artifact]:
+    """The rows of ``GET .../artifacts``: a list answer of artifact descriptions."""
+    return parse(ArtifactList, data).data

@@ -1,13 +1,14 @@
 """``/v1/admin``: operator commands, such as rebuilding a read model."""
 
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Protocol
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.api import deps
+from benchwright_gateway.api.deps import Caller, Ctx
+from benchwright_gateway.api.errors import raise_for
 from benchwright_shared import subjects
+from benchwright_shared.api.admin import ParkedList, ProjectionRebuild
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import (
     ListParked,
@@ -27,6 +28,20 @@ PROJECTION_OWNERS = {
 }
 
 
+class LocalViews(Protocol):
+    """The gateway's own read models (``app.state.views``, its ``ProjectionHost``):
+    a rebuild and the parked messages, by projection name."""
+
+    async def rebuild(self, projection: str) -> RebuildResult: ...
+
+    async def parked(self, projection: str) -> ParkedMessages: ...
+
+
+Views = Annotated[LocalViews, deps.state("views")]
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
 def _owner(name: str) -> str:
     owner = PROJECTION_OWNERS.get(name)
     if owner is None:
@@ -39,50 +54,47 @@ def _owner(name: str) -> str:
     return owner
 
 
-def build_router(
-    ctx: GatewayContext,
-    principal: Callable[..., Awaitable[Principal]],
-    rebuild_local: Callable[[str], Coroutine[Any, Any, RebuildResult]],
-    parked_local: Callable[[str], Coroutine[Any, Any, ParkedMessages]],
-) -> APIRouter:
-    router = APIRouter(prefix="/v1/admin", tags=["admin"])
+@router.get(
+    "/projections/{name}/parked", response_model=ParkedList, response_model_exclude_unset=True
+)
+async def parked(name: str, ctx: Ctx, caller: Caller, local: Views) -> ParkedList:
+    """Messages the read model could not apply and set aside, with their errors."""
+    caller.require("admin")
+    owner = _owner(name)
+    if owner == "gateway":
+        found = await local.parked(name)
+    else:
+        found = await ask(
+            ctx.bus(),
+            ListParked(projection=name),
+            ParkedMessages,
+            subject=subjects.parked_subject(owner),
+        )
+    raise_for(found.problem)
+    return ParkedList.model_validate(
+        {"object": "list", "data": [m.model_dump() for m in found.data]}
+    )
 
-    @router.get("/projections/{name}/parked")
-    async def parked(name: str, caller: Annotated[Principal, Depends(principal)]) -> dict[str, Any]:
-        """Messages the read model could not apply and set aside, with their errors."""
-        caller.require("admin")
-        owner = _owner(name)
-        if owner == "gateway":
-            found = await parked_local(name)
-        else:
-            found = await ask(
-                ctx.bus(),
-                ListParked(projection=name),
-                ParkedMessages,
-                subject=subjects.parked_subject(owner),
-            )
-        if found.problem:
-            raise Refused(found.problem.status, found.problem.title, found.problem.detail)
-        return {"object": "list", "data": [m.model_dump() for m in found.data]}
 
-    @router.post("/projections/{name}/rebuild")
-    async def rebuild(
-        name: str, caller: Annotated[Principal, Depends(principal)]
-    ) -> dict[str, Any]:
-        caller.require("admin")
-        owner = _owner(name)
-        if owner == "gateway":
-            result = await rebuild_local(name)
-        else:
-            result = await ask(
-                ctx.bus(),
-                RebuildProjection(projection=name),
-                RebuildResult,
-                subject=subjects.rebuild_subject(owner),
-                timeout=300,
-            )
-        if result.problem:
-            raise Refused(result.problem.status, result.problem.title, result.problem.detail)
-        return result.model_dump(exclude={"problem"})
-
-    return router
+@router.post(
+    "/projections/{name}/rebuild",
+    response_model=ProjectionRebuild,
+    response_model_exclude_unset=True,
+)
+async def rebuild(name: str, ctx: Ctx, caller: Caller, local: Views) -> ProjectionRebuild:
+    """Replay the event log into the projection from scratch; compare ``digest`` with
+    ``before_digest`` to see whether the live one had drifted from the log."""
+    caller.require("admin")
+    owner = _owner(name)
+    if owner == "gateway":
+        result = await local.rebuild(name)
+    else:
+        result = await ask(
+            ctx.bus(),
+            RebuildProjection(projection=name),
+            RebuildResult,
+            subject=subjects.rebuild_subject(owner),
+            timeout=300,
+        )
+    raise_for(result.problem)
+    return ProjectionRebuild.model_validate(result.model_dump(exclude={"problem"}))

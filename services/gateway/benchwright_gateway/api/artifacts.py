@@ -7,18 +7,21 @@ listing shows the latest of each kind unless ``include_versions`` is set.
 """
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.deps import Caller, Ctx
+from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.narration import narrate
 from benchwright_gateway.api.report import render_report
 from benchwright_gateway.context import GatewayContext
+from benchwright_shared.api.artifacts import ArtifactDetail, ArtifactList
+from benchwright_shared.api.runs import Narration
 from benchwright_shared.bus import ask, jetstream
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
 from benchwright_shared.contracts.run_events import (
@@ -99,123 +102,148 @@ def _describe(event: dict[str, Any], version: int, latest: bool) -> dict[str, An
     }
 
 
-def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
-    router = APIRouter(prefix="/v1/runs", tags=["artifacts"])
-    Caller = Annotated[Principal, Depends(principal)]
+router = APIRouter(prefix="/v1/runs", tags=["artifacts"])
 
-    async def log_of(run_id: str, types: list[str] | None = None) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        after: int | None = None
-        while True:
-            page = await ask(
-                ctx.bus(),
-                GetRunEvents(run_id=run_id, after_seq=after, types=types, limit=PAGE),
-                RunEventsPage,
-                timeout=QUERY_TIMEOUT_S,
-            )
-            if page.problem is not None:
-                raise Refused(page.problem.status, page.problem.title, page.problem.detail)
-            events += [e.model_dump(mode="json") for e in page.events]
-            if not page.has_more or not page.events:
-                return events
-            after = events[-1]["seq"]
 
-    async def artifacts_of(run_id: str) -> list[dict[str, Any]]:
-        return versioned(await log_of(run_id, list(KINDS)))
-
-    async def one(caller: Principal, run_id: str, art_id: str) -> dict[str, Any]:
-        await lookup.load_run(ctx, caller, run_id, reading=True)
-        for event in await artifacts_of(run_id):
-            if artifact_id(event["seq"]) == art_id:
-                return event
-        raise Refused(
-            404, "artifact not found", f"run {run_id} has no artifact {art_id!r}", field="art_id"
+async def log_of(
+    ctx: GatewayContext, run_id: str, types: list[str] | None = None
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    after: int | None = None
+    while True:
+        page = await ask(
+            ctx.bus(),
+            GetRunEvents(run_id=run_id, after_seq=after, types=types, limit=PAGE),
+            RunEventsPage,
+            timeout=QUERY_TIMEOUT_S,
         )
+        raise_for(page.problem)
+        events += [e.model_dump(mode="json") for e in page.events]
+        if not page.has_more or not page.events:
+            return events
+        after = events[-1]["seq"]
 
-    @router.get("/{run_id}/artifacts")
-    async def list_artifacts(
-        run_id: str,
-        caller: Caller,
-        type: Annotated[str | None, Query(max_length=40)] = None,
-        include_versions: bool = False,
-    ) -> dict[str, Any]:
-        """What each phase produced, latest version of each kind unless ``include_versions``."""
-        caller.require("artifacts:read")
-        await lookup.load_run(ctx, caller, run_id, reading=True)
-        if type is not None and type not in BY_KIND and type not in KINDS:
-            known = ", ".join(sorted(BY_KIND))
-            raise Refused(400, "unknown artifact type", f"one of {known}", field="type")
-        wanted = KINDS[type][0] if type in KINDS else type
-        data = [
-            _describe(e, e["_version"], e["_latest"])
-            for e in await artifacts_of(run_id)
-            if (include_versions or e["_latest"]) and wanted in (None, KINDS[e["type"]][0])
-        ]
-        return {"object": "list", "data": data}
 
-    @router.get("/{run_id}/artifacts/{art_id}")
-    async def get_artifact(run_id: str, art_id: str, caller: Caller) -> dict[str, Any]:
-        """One artifact's description and its recorded fields."""
-        caller.require("artifacts:read")
-        event = await one(caller, run_id, art_id)
-        return {**_describe(event, event["_version"], event["_latest"]), "data": event["data"]}
+async def artifacts_of(ctx: GatewayContext, run_id: str) -> list[dict[str, Any]]:
+    return versioned(await log_of(ctx, run_id, list(KINDS)))
 
-    @router.get(
-        "/{run_id}/artifacts/{art_id}/content",
-        response_class=Response,
-        responses={
-            200: {
-                "description": "The artifact's bytes, in its own media type.",
-                "content": {
-                    "text/x-python": {"schema": {"type": "string"}},
-                    "application/x-yaml": {"schema": {"type": "string"}},
-                    "application/json": {"schema": {}},
-                    "*/*": {"schema": {"type": "string", "format": "binary"}},
-                },
-            }
-        },
+
+async def one(ctx: GatewayContext, caller: Principal, run_id: str, art_id: str) -> dict[str, Any]:
+    await lookup.load_run(ctx, caller, run_id, reading=True)
+    for event in await artifacts_of(ctx, run_id):
+        if artifact_id(event["seq"]) == art_id:
+            return event
+    raise Refused(
+        404, "artifact not found", f"run {run_id} has no artifact {art_id!r}", field="art_id"
     )
-    async def artifact_content(run_id: str, art_id: str, caller: Caller) -> Response:
-        """The artifact itself: the scorer's code, the LiteLLM config, the report file."""
-        caller.require("artifacts:read")
-        event = await one(caller, run_id, art_id)
-        if event["type"] == "HarnessLogArtifact":
-            data = event["data"]
-            store = await jetstream(ctx.bus()).object_store(data["bucket"])
-            found = await store.get(data["object_name"])
-            disposition = f'attachment; filename="{data["name"]}"'
-            return Response(
-                found.data or b"",
-                media_type=data["media_type"],
-                headers={"content-disposition": disposition},
-            )
-        media_type, content = _content(event)
-        return Response(content, media_type=media_type)
 
-    @router.get("/{run_id}/report", response_class=HTMLResponse)
-    async def report(run_id: str, caller: Caller) -> HTMLResponse:
-        """A self-contained HTML page: summary, cost, per-task outcomes, fingerprint."""
-        caller.require("artifacts:read")
-        row = await lookup.load_run(ctx, caller, run_id, reading=True)
-        run = await lookup.show(ctx, row)
-        tasks = await ctx.read(
-            lambda cur: views.list_tasks(cur, run_id, outcomes=None, after=None, limit=10_000)
+
+@router.get("/{run_id}/artifacts", response_model=ArtifactList, response_model_exclude_unset=True)
+async def list_artifacts(
+    run_id: str,
+    ctx: Ctx,
+    caller: Caller,
+    type: Annotated[str | None, Query(max_length=40)] = None,
+    include_versions: bool = False,
+) -> ArtifactList:
+    """What each phase produced, latest version of each kind unless ``include_versions``."""
+    caller.require("artifacts:read")
+    await lookup.load_run(ctx, caller, run_id, reading=True)
+    if type is not None and type not in BY_KIND and type not in KINDS:
+        known = ", ".join(sorted(BY_KIND))
+        raise Refused(400, "unknown artifact type", f"one of {known}", field="type")
+    wanted = KINDS[type][0] if type in KINDS else type
+    data = [
+        _describe(e, e["_version"], e["_latest"])
+        for e in await artifacts_of(ctx, run_id)
+        if (include_versions or e["_latest"]) and wanted in (None, KINDS[e["type"]][0])
+    ]
+    return ArtifactList.model_validate({"object": "list", "data": data})
+
+
+@router.get(
+    "/{run_id}/artifacts/{art_id}",
+    response_model=ArtifactDetail,
+    response_model_exclude_unset=True,
+)
+async def get_artifact(run_id: str, art_id: str, ctx: Ctx, caller: Caller) -> ArtifactDetail:
+    """One artifact's description and its recorded fields."""
+    caller.require("artifacts:read")
+    event = await one(ctx, caller, run_id, art_id)
+    described = _describe(event, event["_version"], event["_latest"])
+    return ArtifactDetail.model_validate({**described, "data": event["data"]})
+
+
+@router.get(
+    "/{run_id}/artifacts/{art_id}/content",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The artifact's bytes, in its own media type.",
+            "content": {
+                "text/x-python": {"schema": {"type": "string"}},
+                "application/x-yaml": {"schema": {"type": "string"}},
+                # A phase's JSON document as recorded: a file, free-form by kind.
+                "application/json": {"schema": {"type": "string", "format": "binary"}},
+                "*/*": {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+async def artifact_content(run_id: str, art_id: str, ctx: Ctx, caller: Caller) -> Response:
+    """The artifact itself: the scorer's code, the LiteLLM config, the report file."""
+    caller.require("artifacts:read")
+    event = await one(ctx, caller, run_id, art_id)
+    if event["type"] == "HarnessLogArtifact":
+        data = event["data"]
+        store = await jetstream(ctx.bus()).object_store(data["bucket"])
+        found = await store.get(data["object_name"])
+        disposition = f'attachment; filename="{data["name"]}"'
+        return Response(
+            found.data or b"",
+            media_type=data["media_type"],
+            headers={"content-disposition": disposition},
         )
-        return HTMLResponse(render_report(run, tasks))
+    media_type, content = _content(event)
+    return Response(content, media_type=media_type)
 
-    @router.get("/{run_id}/narrate")
-    async def narration(
-        run_id: str,
-        caller: Caller,
-        slice: Literal["recent", "all"] = "recent",
-    ) -> dict[str, Any]:
-        """What the run has been doing, in plain words, from its log."""
-        caller.require("runs:read")
-        await lookup.load_run(ctx, caller, run_id, reading=True)
-        events = await log_of(run_id)
-        return {"object": "narration", "run_id": run_id, "slice": slice, **narrate(events, slice)}
 
-    return router
+@router.get(
+    "/{run_id}/report",
+    response_class=HTMLResponse,
+    responses={
+        200: {
+            "description": "The run's report, one self-contained HTML page.",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def report(run_id: str, ctx: Ctx, caller: Caller) -> HTMLResponse:
+    """A self-contained HTML page: summary, cost, per-task outcomes, fingerprint."""
+    caller.require("artifacts:read")
+    row = await lookup.load_run(ctx, caller, run_id, reading=True)
+    run = await lookup.show(ctx, row)
+    tasks = await ctx.read(
+        lambda cur: views.list_tasks(cur, run_id, outcomes=None, after=None, limit=10_000)
+    )
+    return HTMLResponse(render_report(run, tasks))
+
+
+@router.get("/{run_id}/narrate", response_model=Narration, response_model_exclude_unset=True)
+async def narration(
+    run_id: str,
+    ctx: Ctx,
+    caller: Caller,
+    slice: Literal["recent", "all"] = "recent",
+) -> Narration:
+    """What the run has been doing, in plain words, from its log."""
+    caller.require("runs:read")
+    await lookup.load_run(ctx, caller, run_id, reading=True)
+    events = await log_of(ctx, run_id)
+    told = narrate(events, slice)
+    return Narration.model_validate(
+        {"object": "narration", "run_id": run_id, "slice": slice, **told}
+    )
 
 
 def versioned(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,16 +4,21 @@ The gateway checks the caller and the body; the billing service owns the money
 and answers over NATS request/reply.
 """
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.api.errors import raise_for
-from benchwright_gateway.context import GatewayContext
+from benchwright_shared.api.account import (
+    Balance,
+    BillingAlertList,
+    Topup,
+    TransactionList,
+    UsageTrendList,
+)
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts.billing import (
     BalanceView,
@@ -45,127 +50,129 @@ class TopupIn(BaseModel):
     idempotency_key: str | None = Field(default=None, max_length=255)
 
 
-def _balance(view: BalanceView) -> dict[str, Any]:
-    return {"object": "balance", **view.model_dump(mode="json", exclude={"problem"})}
+def _balance(view: BalanceView) -> Balance:
+    return Balance.model_validate(view.model_dump(exclude={"problem"}))
 
 
-def _topup(view: TopupView) -> dict[str, Any]:
-    return {"object": "topup", **view.model_dump(mode="json", exclude={"problem"})}
+def _topup(view: TopupView) -> Topup:
+    return Topup.model_validate(view.model_dump(exclude={"problem"}))
 
 
-def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
-    router = APIRouter(prefix="/v1/billing", tags=["billing"])
-    Caller = Annotated[Principal, Depends(principal)]
+router = APIRouter(prefix="/v1/billing", tags=["billing"])
 
-    @router.get("/balance")
-    async def balance(caller: Caller) -> dict[str, Any]:
-        """The account's balance, this month's spend and its cap."""
-        caller.require("billing:read")
-        view = await ask(ctx.bus(), ReadBalance(account=caller.account), BalanceView)
-        return _balance(view)
 
-    @router.patch("/controls")
-    async def update_controls(body: BillingControls, caller: Caller) -> dict[str, Any]:
-        """Change the monthly cap, auto-refill or alerts; fields left out keep their value."""
-        caller.require("billing:write")
-        changes = body.model_dump(exclude_unset=True)
-        command = UpdateBillingControls(account=caller.account, changes=changes)
-        view = await ask(ctx.bus(), command, BalanceView, timeout=TIMEOUT_S)
-        raise_for(view.problem)
-        return _balance(view)
+@router.get("/balance")
+async def balance(ctx: Ctx, caller: Caller) -> Balance:
+    """The account's balance, this month's spend and its cap."""
+    caller.require("billing:read")
+    view = await ask(ctx.bus(), ReadBalance(account=caller.account), BalanceView)
+    raise_for(view.problem)
+    return _balance(view)
 
-    @router.post("/topups", status_code=201)
-    async def create_topup(
-        body: TopupIn,
-        caller: Caller,
-        idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-    ) -> dict[str, Any]:
-        """Add money to the balance. Without a payment provider the credit applies at once."""
-        caller.require("billing:write")
-        command = CreateTopup(
-            account=caller.account,
-            amount_cents=body.amount_cents,
-            flow=body.flow,
-            idempotency_key=idempotency_key or body.idempotency_key,
-        )
-        view = await ask(ctx.bus(), command, TopupView, timeout=TIMEOUT_S)
-        raise_for(view.problem)
-        return _topup(view)
 
-    @router.get("/topups/{topup_id}")
-    async def get_topup(topup_id: str, caller: Caller) -> dict[str, Any]:
-        caller.require("billing:read")
-        query = ReadTopup(account=caller.account, topup_id=topup_id)
-        view = await ask(ctx.bus(), query, TopupView, timeout=TIMEOUT_S)
-        raise_for(view.problem)
-        return _topup(view)
+@router.patch("/controls")
+async def update_controls(body: BillingControls, ctx: Ctx, caller: Caller) -> Balance:
+    """Change the monthly cap, auto-refill or alerts; fields left out keep their value."""
+    caller.require("billing:write")
+    changes = body.model_dump(exclude_unset=True)
+    command = UpdateBillingControls(account=caller.account, changes=changes)
+    view = await ask(ctx.bus(), command, BalanceView, timeout=TIMEOUT_S)
+    raise_for(view.problem)
+    return _balance(view)
 
-    @router.get("/transactions")
-    async def transactions(
-        caller: Caller,
-        kind: TransactionKind | None = None,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        page_token: str | None = None,
-    ) -> dict[str, Any]:
-        """Top-ups, auto-refills (``reference_id``: the provider's charge) and per-run
-        debits (``trace_debit``, ``reference_id``: the run), newest first."""
-        caller.require("billing:read")
-        query = ListTransactions(
-            account=caller.account, kind=kind, limit=limit, page_token=page_token
-        )
-        page = await ask(ctx.bus(), query, TransactionsPage, timeout=TIMEOUT_S)
-        raise_for(page.problem)
-        return {
-            "object": "list",
-            "data": [t.model_dump(mode="json") for t in page.data],
-            "next_page_token": page.next_page_token,
-        }
 
-    @router.get("/alerts")
-    async def alerts(
-        caller: Caller, limit: Annotated[int, Query(ge=1, le=1000)] = 100
-    ) -> dict[str, Any]:
-        """Alerts about the account's money, newest first: a threshold of the monthly cap
-        reached (``cap_threshold``, once per month each) or a declined auto-refill
-        (``refill_declined``). Each is also delivered to webhooks for ``billing.alert``."""
-        caller.require("billing:read")
-        query = ListBillingAlerts(account=caller.account, limit=limit)
-        page = await ask(ctx.bus(), query, BillingAlertsPage, timeout=TIMEOUT_S)
-        raise_for(page.problem)
-        return {"object": "list", "data": [a.model_dump(mode="json") for a in page.data]}
-
-    @router.get("/usage_trend")
-    async def usage_trend(
-        caller: Caller, days: Annotated[int, Query(ge=1, le=366)] = 30
-    ) -> dict[str, Any]:
-        """Spend per day (UTC): billed, model, and how many runs."""
-        caller.require("billing:read")
-        query = ReadUsageTrend(account=caller.account, days=days)
-        trend = await ask(ctx.bus(), query, UsageTrend, timeout=TIMEOUT_S)
-        return {"object": "list", "data": [d.model_dump(mode="json") for d in trend.data]}
-
-    @router.get(
-        "/export",
-        response_class=Response,
-        responses={
-            200: {
-                "description": "CSV, with a header row.",
-                "content": {"text/csv": {"schema": {"type": "string"}}},
-            }
-        },
+@router.post("/topups", status_code=201)
+async def create_topup(
+    body: TopupIn,
+    ctx: Ctx,
+    caller: Caller,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> Topup:
+    """Add money to the balance. Without a payment provider the credit applies at once."""
+    caller.require("billing:write")
+    command = CreateTopup(
+        account=caller.account,
+        amount_cents=body.amount_cents,
+        flow=body.flow,
+        idempotency_key=idempotency_key or body.idempotency_key,
     )
-    async def export(
-        caller: Caller, type: Literal["transactions", "runs"] = "transactions"
-    ) -> Response:
-        """The account's transactions (or per-run spend) as CSV."""
-        caller.require("billing:read")
-        query = ExportBilling(account=caller.account, type=type)
-        found = await ask(ctx.bus(), query, BillingExport, timeout=TIMEOUT_S)
-        raise_for(found.problem)
-        return Response(
-            found.csv,
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="benchwright-{type}.csv"'},
-        )
+    view = await ask(ctx.bus(), command, TopupView, timeout=TIMEOUT_S)
+    raise_for(view.problem)
+    return _topup(view)
 
-    return router
+
+@router.get("/topups/{topup_id}")
+async def get_topup(topup_id: str, ctx: Ctx, caller: Caller) -> Topup:
+    """One top-up, by id: whether its payment went through."""
+    caller.require("billing:read")
+    query = ReadTopup(account=caller.account, topup_id=topup_id)
+    view = await ask(ctx.bus(), query, TopupView, timeout=TIMEOUT_S)
+    raise_for(view.problem)
+    return _topup(view)
+
+
+@router.get("/transactions")
+async def transactions(
+    ctx: Ctx,
+    caller: Caller,
+    kind: TransactionKind | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    page_token: str | None = None,
+) -> TransactionList:
+    """Top-ups, auto-refills (``reference_id``: the provider's charge) and per-run
+    debits (``trace_debit``, ``reference_id``: the run), newest first."""
+    caller.require("billing:read")
+    query = ListTransactions(account=caller.account, kind=kind, limit=limit, page_token=page_token)
+    page = await ask(ctx.bus(), query, TransactionsPage, timeout=TIMEOUT_S)
+    raise_for(page.problem)
+    return TransactionList(data=page.data, next_page_token=page.next_page_token)
+
+
+@router.get("/alerts")
+async def alerts(
+    ctx: Ctx, caller: Caller, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> BillingAlertList:
+    """Alerts about the account's money, newest first: a threshold of the monthly cap
+    reached (``cap_threshold``, once per month each) or a declined auto-refill
+    (``refill_declined``). Each is also delivered to webhooks for ``billing.alert``."""
+    caller.require("billing:read")
+    query = ListBillingAlerts(account=caller.account, limit=limit)
+    page = await ask(ctx.bus(), query, BillingAlertsPage, timeout=TIMEOUT_S)
+    raise_for(page.problem)
+    return BillingAlertList(data=page.data)
+
+
+@router.get("/usage_trend")
+async def usage_trend(
+    ctx: Ctx, caller: Caller, days: Annotated[int, Query(ge=1, le=366)] = 30
+) -> UsageTrendList:
+    """Spend per day (UTC): billed, model, and how many runs."""
+    caller.require("billing:read")
+    query = ReadUsageTrend(account=caller.account, days=days)
+    trend = await ask(ctx.bus(), query, UsageTrend, timeout=TIMEOUT_S)
+    return UsageTrendList(data=trend.data)
+
+
+@router.get(
+    "/export",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "CSV, with a header row.",
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def export(
+    ctx: Ctx, caller: Caller, type: Literal["transactions", "runs"] = "transactions"
+) -> Response:
+    """The account's transactions (or per-run spend) as CSV."""
+    caller.require("billing:read")
+    query = ExportBilling(account=caller.account, type=type)
+    found = await ask(ctx.bus(), query, BillingExport, timeout=TIMEOUT_S)
+    raise_for(found.problem)
+    return Response(
+        found.csv,
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="benchwright-{type}.csv"'},
+    )

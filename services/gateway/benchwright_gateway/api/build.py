@@ -15,18 +15,17 @@ else's answers 404 exactly like one that does not exist. Decision 0020 says why
 edits move ids instead of rewriting them.
 """
 
-import uuid
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Response
-from nats.js.errors import BucketNotFoundError
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.deps import Caller, Ctx
+from benchwright_gateway.api.errors import raise_for
+from benchwright_gateway.api.registry_calls import upload_rows
 from benchwright_gateway.context import GatewayContext
-from benchwright_shared import subjects
-from benchwright_shared.bus import ask, jetstream
+from benchwright_shared.api.registry import BuiltSubset, BuiltSubsetEdit
+from benchwright_shared.bus import ask
 from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.build import (
     BuildAnswer,
@@ -35,8 +34,6 @@ from benchwright_shared.contracts.build import (
     UpdateRecipe,
     UpdateSamples,
 )
-from benchwright_shared.contracts.registry import TasksUpload
-from benchwright_shared.hashing import canonical_json, sha256_hex
 from benchwright_shared.refusal import Refused
 
 READ, PUBLISH = "registry:read", "registry:publish"
@@ -85,105 +82,97 @@ def _check_rows(rows: list[dict[str, Any]], field: str) -> None:
         )
 
 
-def _shown(answer: BuildAnswer) -> dict[str, Any]:
+def _shown(answer: BuildAnswer) -> BuiltSubset:
     assert answer.built is not None
-    return {"object": "built_subset", **answer.built.model_dump(mode="json")}
+    return BuiltSubset.model_validate(answer.built.model_dump())
 
 
-def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
-    router = APIRouter(prefix="/v1/build", tags=["build"])
-    Caller = Annotated[Principal, Depends(principal)]
+def _edited(answer: BuildAnswer) -> BuiltSubsetEdit:
+    assert answer.built is not None
+    return BuiltSubsetEdit.model_validate({**answer.built.model_dump(), "changed": answer.changed})
 
-    async def registry(request: Contract) -> BuildAnswer:
-        answer = await ask(ctx.bus(), request, BuildAnswer, timeout=TIMEOUT_S)
-        if answer.problem is not None:
-            p = answer.problem
-            code = (p.extra or {}).get("code")
-            raise Refused(
-                p.status, p.title, p.detail, field=p.field, code=str(code) if code else None
-            )
-        return answer
 
-    async def upload(rows: list[dict[str, Any]]) -> TasksUpload | None:
-        """Rows into the datasets bucket for the registry to read (and then delete)."""
-        if not rows:
-            return None
-        js = jetstream(ctx.bus())
-        try:
-            bucket = await js.object_store(subjects.DATASETS_BUCKET)
-        except BucketNotFoundError:
-            bucket = await js.create_object_store(subjects.DATASETS_BUCKET)
-        data = "".join(canonical_json(row) + "\n" for row in rows).encode()
-        name = f"{subjects.UPLOADS_PREFIX}{uuid.uuid4()}.jsonl"
-        await bucket.put(name, data)
-        return TasksUpload(object_name=name, sha256=sha256_hex(data), count=len(rows))
+router = APIRouter(prefix="/v1/build", tags=["build"])
 
-    @router.post("/subsets", status_code=201)
-    async def create(body: BuiltSubsetIn, caller: Caller, response: Response) -> dict[str, Any]:
-        """A BUILT subset of one of your benchmarks. Its id is the content address of its
-        rows, its impl is generated from the recipe; the same request again answers 200."""
-        caller.require(PUBLISH)
-        _check_rows(body.tasks, "tasks")
-        answer = await registry(
-            CreateBuiltSubset(
-                account=caller.account,
-                benchmark_id=body.benchmark,
-                slug=body.slug,
-                name=body.name,
-                description=body.description,
-                recipe=body.recipe,
-                note=body.note,
-                tasks=await upload(body.tasks),
-            )
-        )
-        if not answer.changed:
-            response.status_code = 200
-        return _shown(answer)
 
-    @router.get("/subsets/{subset}/recipe")
-    async def read_recipe(subset: SubsetRef, caller: Caller) -> dict[str, Any]:
-        """The recipe, the impl generated from it, and every edit with its note."""
-        caller.require(READ)
-        answer = await registry(
-            ReadRecipe(account=caller.account, admin="admin" in caller.scopes, subset=subset)
-        )
-        return _shown(answer)
+async def _ask(ctx: GatewayContext, request: Contract) -> BuildAnswer:
+    answer = await ask(ctx.bus(), request, BuildAnswer, timeout=TIMEOUT_S)
+    raise_for(answer.problem)
+    return answer
 
-    @router.patch("/subsets/{subset}/recipe")
-    async def update_recipe(subset: SubsetRef, body: RecipePatch, caller: Caller) -> dict[str, Any]:
-        """Change recipe knobs (the rest stay). The subset id stays; the next run records a
-        new impl id. Owner or admin only."""
-        caller.require(PUBLISH)
-        answer = await registry(
-            UpdateRecipe(
-                account=caller.account,
-                admin="admin" in caller.scopes,
-                subset=subset,
-                config=body.config,
-                note=body.note,
-            )
-        )
-        return {**_shown(answer), "changed": answer.changed}
 
-    @router.patch("/subsets/{subset}/samples")
-    async def update_samples(
-        subset: SubsetRef, body: SamplesPatch, caller: Caller
-    ) -> dict[str, Any]:
-        """Upsert rows by ``task_id`` and remove others. The edited rows are a new subset
-        carrying the recipe forward; the old one stops resolving for new launches and
-        keeps serving the runs that pinned it. Owner or admin only."""
-        caller.require(PUBLISH)
-        _check_rows(body.upsert, "upsert")
-        answer = await registry(
-            UpdateSamples(
-                account=caller.account,
-                admin="admin" in caller.scopes,
-                subset=subset,
-                upsert=await upload(body.upsert),
-                remove=body.remove,
-                note=body.note,
-            )
-        )
-        return {**_shown(answer), "changed": answer.changed}
+@router.post("/subsets", status_code=201)
+async def create(body: BuiltSubsetIn, ctx: Ctx, caller: Caller, response: Response) -> BuiltSubset:
+    """A BUILT subset of one of your benchmarks. Its id is the content address of its
+    rows, its impl is generated from the recipe; the same request again answers 200."""
+    caller.require(PUBLISH)
+    _check_rows(body.tasks, "tasks")
+    answer = await _ask(
+        ctx,
+        CreateBuiltSubset(
+            account=caller.account,
+            benchmark_id=body.benchmark,
+            slug=body.slug,
+            name=body.name,
+            description=body.description,
+            recipe=body.recipe,
+            note=body.note,
+            tasks=await upload_rows(ctx, body.tasks),
+        ),
+    )
+    if not answer.changed:
+        response.status_code = 200
+    return _shown(answer)
 
-    return router
+
+@router.get("/subsets/{subset}/recipe")
+async def read_recipe(subset: SubsetRef, ctx: Ctx, caller: Caller) -> BuiltSubset:
+    """The recipe, the impl generated from it, and every edit with its note."""
+    caller.require(READ)
+    answer = await _ask(
+        ctx, ReadRecipe(account=caller.account, admin="admin" in caller.scopes, subset=subset)
+    )
+    return _shown(answer)
+
+
+@router.patch("/subsets/{subset}/recipe")
+async def update_recipe(
+    subset: SubsetRef, body: RecipePatch, ctx: Ctx, caller: Caller
+) -> BuiltSubsetEdit:
+    """Change recipe knobs (the rest stay). The subset id stays; the next run records a
+    new impl id. Owner or admin only."""
+    caller.require(PUBLISH)
+    answer = await _ask(
+        ctx,
+        UpdateRecipe(
+            account=caller.account,
+            admin="admin" in caller.scopes,
+            subset=subset,
+            config=body.config,
+            note=body.note,
+        ),
+    )
+    return _edited(answer)
+
+
+@router.patch("/subsets/{subset}/samples")
+async def update_samples(
+    subset: SubsetRef, body: SamplesPatch, ctx: Ctx, caller: Caller
+) -> BuiltSubsetEdit:
+    """Upsert rows by ``task_id`` and remove others. The edited rows are a new subset
+    carrying the recipe forward; the old one stops resolving for new launches and
+    keeps serving the runs that pinned it. Owner or admin only."""
+    caller.require(PUBLISH)
+    _check_rows(body.upsert, "upsert")
+    answer = await _ask(
+        ctx,
+        UpdateSamples(
+            account=caller.account,
+            admin="admin" in caller.scopes,
+            subset=subset,
+            upsert=await upload_rows(ctx, body.upsert),
+            remove=body.remove,
+            note=body.note,
+        ),
+    )
+    return _edited(answer)

@@ -24,15 +24,16 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from benchwright_gateway import comparison
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
-from benchwright_gateway.api.auth import Principal
+from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.render import render_spend, with_interval
 from benchwright_shared.bus import ask
@@ -67,87 +68,96 @@ CSV_COLUMNS = (
 )
 
 
-def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
-    router = APIRouter(prefix="/v1/runs", tags=["runs"])
-    Caller = Annotated[Principal, Depends(principal)]
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
-    async def pages(run_id: str) -> AsyncIterator[list[dict[str, Any]]]:
-        """The run's settled task rows of its latest sweep, in index order, page by page."""
-        after: tuple[Any, int] | None = None
-        while True:
-            page: list[dict[str, Any]] = await ctx.read(_page, run_id, after)
-            if page:
-                yield page
-            if len(page) < PAGE:
-                return
-            after = views.task_key(page[-1], "index")
 
-    async def rows(run_id: str) -> AsyncIterator[dict[str, Any]]:
-        async for page in pages(run_id):
-            for row in page:
-                yield row
+async def pages(ctx: GatewayContext, run_id: str) -> AsyncIterator[list[dict[str, Any]]]:
+    """The run's settled task rows of its latest sweep, in index order, page by page."""
+    after: tuple[Any, int] | None = None
+    while True:
+        page: list[dict[str, Any]] = await ctx.read(_page, run_id, after)
+        if page:
+            yield page
+        if len(page) < PAGE:
+            return
+        after = views.task_key(page[-1], "index")
 
-    async def trials(run_id: str, page: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+
+async def rows(ctx: GatewayContext, run_id: str) -> AsyncIterator[dict[str, Any]]:
+    async for page in pages(ctx, run_id):
+        for row in page:
+            yield row
+
+
+@dataclass(frozen=True)
+class RunReads:
+    """What a writer reads beside the task rows, bound to the gateway's context."""
+
+    ctx: GatewayContext
+
+    async def trials(
+        self, run_id: str, page: list[dict[str, Any]]
+    ) -> dict[int, list[dict[str, Any]]]:
         """index -> each trial's own row, for a page of a run with several trials a task."""
         invocation = int(page[0]["invocation"])
         indexes = [int(r["idx"]) for r in page]
         found: dict[int, list[dict[str, Any]]]
-        found = await ctx.read(views.task_trials, run_id, invocation, indexes)
+        found = await self.ctx.read(views.task_trials, run_id, invocation, indexes)
         return found
 
-    async def documents(subset_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
+    async def documents(self, subset_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
         page = await ask(
-            ctx.bus(),
+            self.ctx.bus(),
             GetSubsetRows(subset_id=subset_id, offset=offset, limit=limit),
             SubsetRows,
             timeout=QUERY_TIMEOUT_S,
         )
         return [] if page.problem is not None else page.rows
 
-    async def parts(run_id: str, run: dict[str, Any]) -> dict[str, Any]:
+    async def parts(self, run_id: str, run: dict[str, Any]) -> dict[str, Any]:
         query = GetRunEvents(run_id=run_id, types=sorted(comparison.PART_EVENTS), limit=500)
-        page = await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
+        page = await ask(self.ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
         return comparison.run_parts(run, [(e.type, e.data) for e in page.events])
 
-    @router.get(
-        "/{run_id}/export",
-        response_class=StreamingResponse,
-        responses={
-            200: {
-                "description": "The run's results in the asked format, streamed.",
-                "content": {media: {"schema": {"type": "string"}} for media, _ in MEDIA.values()},
-            }
-        },
-    )
-    async def export(
-        run_id: str, caller: Caller, format: Annotated[Format, Query()] = "jsonl"
-    ) -> StreamingResponse:
-        """A finished (or running) run's task results as ``jsonl``, ``csv``, a
-        ``markdown`` report, or lm-evaluation-harness's ``lm-eval`` results and
-        ``lm-eval-samples``; streamed, a page of tasks at a time."""
-        caller.require("runs:read")
-        row = await lookup.load_run(ctx, caller, run_id, reading=True)
-        run = await lookup.show(ctx, row)
-        writers = {
-            "jsonl": lambda: _jsonl(rows(run_id)),
-            "csv": lambda: _csv(rows(run_id)),
-            "markdown": lambda: _markdown(run, rows(run_id), parts(run_id, run)),
-            "lm-eval": lambda: _lm_eval(run, parts(run_id, run)),
-            "lm-eval-samples": lambda: _lm_eval_samples(run, rows(run_id), documents),
-        }
-        media, extension = MEDIA[format]
-        name = f"{run_id}.{format}.{extension}"
-        if format == "inspect":
-            log = await _inspect_log()
-            name = log.file_name(run)
-            sources = _inspect_sources(run, pages(run_id), trials, documents)
-            writers["inspect"] = lambda: log.write_eval_log(run, sources)
-        disposition = f'attachment; filename="{name}"'
-        return StreamingResponse(
-            writers[format](), media_type=media, headers={"content-disposition": disposition}
-        )
 
-    return router
+@router.get(
+    "/{run_id}/export",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The run's results in the asked format, streamed.",
+            "content": {media: {"schema": {"type": "string"}} for media, _ in MEDIA.values()},
+        }
+    },
+)
+async def export(
+    run_id: str, ctx: Ctx, caller: Caller, format: Annotated[Format, Query()] = "jsonl"
+) -> StreamingResponse:
+    """A finished (or running) run's task results as ``jsonl``, ``csv``, a
+    ``markdown`` report, or lm-evaluation-harness's ``lm-eval`` results and
+    ``lm-eval-samples``; streamed, a page of tasks at a time."""
+    caller.require("runs:read")
+    row = await lookup.load_run(ctx, caller, run_id, reading=True)
+    run = await lookup.show(ctx, row)
+    reads = RunReads(ctx)
+    writers = {
+        "jsonl": lambda: _jsonl(rows(ctx, run_id)),
+        "csv": lambda: _csv(rows(ctx, run_id)),
+        "markdown": lambda: _markdown(run, rows(ctx, run_id), reads.parts(run_id, run)),
+        "lm-eval": lambda: _lm_eval(run, reads.parts(run_id, run)),
+        "lm-eval-samples": lambda: _lm_eval_samples(run, rows(ctx, run_id), reads.documents),
+    }
+    media, extension = MEDIA[format]
+    name = f"{run_id}.{format}.{extension}"
+    if format == "inspect":
+        log = await _inspect_log()
+        name = log.file_name(run)
+        sources = _inspect_sources(run, pages(ctx, run_id), reads.trials, reads.documents)
+        writers["inspect"] = lambda: log.write_eval_log(run, sources)
+    disposition = f'attachment; filename="{name}"'
+    return StreamingResponse(
+        writers[format](), media_type=media, headers={"content-disposition": disposition}
+    )
 
 
 async def _inspect_log() -> Any:

@@ -9,18 +9,10 @@ from fastapi import Response
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.domain import body_fingerprint
-from benchwright_shared.refusal import Refused
+from benchwright_gateway.operations import key_reused
 
-
-def key_reused() -> Refused:
-    """409: the key came before with another body (launches and the operations here)."""
-    return Refused(
-        409,
-        "idempotency key reused",
-        "this Idempotency-Key was used for a different request body",
-        field="Idempotency-Key",
-        code="idempotency_key_reused",
-    )
+# ``key_reused`` lives with the operations; routes still find it here.
+__all__ = ["answer_once", "key_reused"]
 
 
 async def answer_once(

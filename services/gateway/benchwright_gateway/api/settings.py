@@ -5,16 +5,23 @@ for, so a stored default is always one a launch would accept. Launches read them
 only for the fields their body leaves out (``launch.py``).
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from benchwright_gateway.api.auth import Principal
-from benchwright_gateway.api.models import check_driver, check_limits
+from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.requests import check_driver, check_limits
+from benchwright_shared.api.account import (
+    DeletedSetting,
+    Setting,
+    SettingKey,
+    SettingList,
+    SettingsSchema,
+)
 from benchwright_shared.contracts import COMPUTE_CHOICES
 from benchwright_shared.refusal import Refused
 
@@ -78,8 +85,8 @@ def _unknown(key: str) -> Refused:
     )
 
 
-def _show(key: str, value: Any, updated_at: str | None) -> dict[str, Any]:
-    return {"object": "setting", "key": key, "value": value, "updated_at": updated_at}
+def _show(key: str, value: Any, updated_at: str | None) -> Setting:
+    return Setting(key=key, value=value, updated_at=updated_at)
 
 
 async def account_defaults(ctx: GatewayContext, account: str) -> dict[str, Any]:
@@ -88,55 +95,58 @@ async def account_defaults(ctx: GatewayContext, account: str) -> dict[str, Any]:
     return dict(held.values)
 
 
-def build_router(ctx: GatewayContext, principal: Callable[..., Awaitable[Principal]]) -> APIRouter:
-    router = APIRouter(prefix="/v1/settings", tags=["settings"])
-    Caller = Annotated[Principal, Depends(principal)]
+router = APIRouter(prefix="/v1/settings", tags=["settings"])
 
-    @router.get("")
-    async def list_settings(caller: Caller) -> dict[str, Any]:
-        """Every setting the account has set."""
-        caller.require("settings:read")
-        held = await ctx.call(ctx.app.account_settings, caller.account)
-        data = [_show(k, v, held.updated.get(k)) for k, v in sorted(held.values.items())]
-        return {"object": "list", "data": data}
 
-    @router.get("/schema")
-    async def schema(caller: Caller) -> dict[str, Any]:
-        """The keys a setting may have, their types and what each does."""
-        caller.require("settings:read")
-        keys = {k: {"type": s.type, "description": s.description} for k, s in SCHEMA.items()}
-        return {"object": "settings_schema", "keys": keys}
+@router.get("")
+async def list_settings(ctx: Ctx, caller: Caller) -> SettingList:
+    """Every setting the account has set."""
+    caller.require("settings:read")
+    held = await ctx.call(ctx.app.account_settings, caller.account)
+    data = [_show(k, v, held.updated.get(k)) for k, v in sorted(held.values.items())]
+    return SettingList(data=data)
 
-    @router.get("/{key}")
-    async def get_setting(key: str, caller: Caller) -> dict[str, Any]:
-        caller.require("settings:read")
-        if key not in SCHEMA:
-            raise _unknown(key)
-        held = await ctx.call(ctx.app.account_settings, caller.account)
-        if key not in held.values:
-            raise Refused(404, "setting not set", f"{key!r} is not set", field="key")
-        return _show(key, held.values[key], held.updated.get(key))
 
-    @router.put("/{key}")
-    async def set_setting(key: str, body: SettingIn, caller: Caller) -> dict[str, Any]:
-        """Set ``key`` to ``value``, checked as a launch would check it."""
-        caller.require("settings:write")
-        spec = SCHEMA.get(key)
-        if spec is None:
-            raise _unknown(key)
-        try:
-            value = spec.check(body.value)
-        except ValueError as exc:
-            raise Refused(400, "invalid setting", f"{key}: {exc}", field="value") from None
-        held = await ctx.call(ctx.app.put_setting, caller.account, key, value)
-        return _show(key, held.values[key], held.updated.get(key))
+@router.get("/schema")
+async def schema(caller: Caller) -> SettingsSchema:
+    """The keys a setting may have, their types and what each does."""
+    caller.require("settings:read")
+    keys = {k: SettingKey(type=s.type, description=s.description) for k, s in SCHEMA.items()}
+    return SettingsSchema(keys=keys)
 
-    @router.delete("/{key}")
-    async def delete_setting(key: str, caller: Caller) -> dict[str, Any]:
-        caller.require("settings:write")
-        if key not in SCHEMA:
-            raise _unknown(key)
-        await ctx.call(ctx.app.put_setting, caller.account, key, None)
-        return {"object": "setting", "key": key, "deleted": True}
 
-    return router
+@router.get("/{key}")
+async def get_setting(key: str, ctx: Ctx, caller: Caller) -> Setting:
+    """One setting the account has set."""
+    caller.require("settings:read")
+    if key not in SCHEMA:
+        raise _unknown(key)
+    held = await ctx.call(ctx.app.account_settings, caller.account)
+    if key not in held.values:
+        raise Refused(404, "setting not set", f"{key!r} is not set", field="key")
+    return _show(key, held.values[key], held.updated.get(key))
+
+
+@router.put("/{key}")
+async def set_setting(key: str, body: SettingIn, ctx: Ctx, caller: Caller) -> Setting:
+    """Set ``key`` to ``value``, checked as a launch would check it."""
+    caller.require("settings:write")
+    spec = SCHEMA.get(key)
+    if spec is None:
+        raise _unknown(key)
+    try:
+        value = spec.check(body.value)
+    except ValueError as exc:
+        raise Refused(400, "invalid setting", f"{key}: {exc}", field="value") from None
+    held = await ctx.call(ctx.app.put_setting, caller.account, key, value)
+    return _show(key, held.values[key], held.updated.get(key))
+
+
+@router.delete("/{key}")
+async def delete_setting(key: str, ctx: Ctx, caller: Caller) -> DeletedSetting:
+    """Unset ``key``: launches fall back to the platform's default."""
+    caller.require("settings:write")
+    if key not in SCHEMA:
+        raise _unknown(key)
+    await ctx.call(ctx.app.put_setting, caller.account, key, None)
+    return DeletedSetting(key=key)

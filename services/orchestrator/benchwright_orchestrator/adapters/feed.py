@@ -19,7 +19,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from faststream.nats import NatsBroker
 
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.ports import OnResults, SandboxLost, SweepEnded
@@ -36,9 +39,6 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.ids import new_command_id
 from benchwright_shared.tail import StreamTail
-
-if TYPE_CHECKING:  # the workspace opens the feed and hands itself in
-    from benchwright_orchestrator.adapters.workspace import NatsWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +58,33 @@ def harness_fields(run: Run) -> dict[str, Any]:
 
 
 class NatsResultFeed:
-    def __init__(self, work: "NatsWorkspace", invocation: int, on_results: OnResults) -> None:
-        self.work = work
+    """One invocation's sweeps: dispatched through it, their results and ends read back.
+
+    What it needs of the sandboxes' holders comes as callbacks from the workspace that
+    opens it (it knows the owners): where a sandbox's commands go, whether its holder
+    lives, and which copy that is.
+    """
+
+    def __init__(
+        self,
+        broker: NatsBroker,
+        run: Run,
+        invocation: int,
+        on_results: OnResults,
+        *,
+        subject_for: Callable[[str, str, str], str],
+        holder_alive: Callable[[str], Awaitable[bool]],
+        owner: Callable[[str], str | None],
+    ) -> None:
+        self.broker = broker
+        self.run = run
         self.invocation = invocation
         self.on_results = on_results
-        run_id = work.run.run_id
+        self.subject_for = subject_for
+        self.holder_alive = holder_alive
+        self.owner = owner
         self.tail = StreamTail(
-            jetstream(work.broker), subjects.EVENTS_STREAM, subjects.sweep_filter(run_id)
+            jetstream(broker), subjects.EVENTS_STREAM, subjects.sweep_filter(run.run_id)
         )
         self._ended: dict[str, SweepEnded] = {}
         self._heard: dict[str, float] = {}  # command id -> when it last said anything
@@ -77,7 +97,7 @@ class NatsResultFeed:
             await self._apply(await self.tail.fetch(timeout=0.5))
             if self.tail.caught_up:
                 break
-        self._reader = asyncio.create_task(self._read(), name=f"results-{self.work.run.run_id}")
+        self._reader = asyncio.create_task(self._read(), name=f"results-{self.run.run_id}")
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -132,7 +152,7 @@ class NatsResultFeed:
     ) -> str:
         command = RunTasks(
             command_id=new_command_id(),
-            run_id=self.work.run.run_id,
+            run_id=self.run.run_id,
             sandbox_id=sandbox_id,
             tasks=tasks,
             concurrency=concurrency,
@@ -144,13 +164,13 @@ class NatsResultFeed:
             },
             egress=model.egress,
             invocation=self.invocation,
-            **harness_fields(self.work.run),
+            **harness_fields(self.run),
         )
         self._heard[command.command_id] = time.monotonic()
         await send_command(
-            self.work.broker,
+            self.broker,
             command,
-            subject=self.work.subject_for(sandbox_id, "run_tasks", subjects.RUN_TASKS),
+            subject=self.subject_for(sandbox_id, "run_tasks", subjects.RUN_TASKS),
         )
         return command.command_id
 
@@ -165,10 +185,8 @@ class NatsResultFeed:
                     await asyncio.wait_for(self._news.wait(), LIVENESS_CHECK_S)
             if command_id in self._ended:
                 break
-            if not await self.work.holder_alive(sandbox_id):
-                raise SandboxLost(
-                    sandbox_id, f"its sandbox-manager {self.work.owner(sandbox_id)} died"
-                )
+            if not await self.holder_alive(sandbox_id):
+                raise SandboxLost(sandbox_id, f"its sandbox-manager {self.owner(sandbox_id)} died")
             silent = time.monotonic() - self._heard.get(command_id, time.monotonic())
             if silent > idle_timeout_s:
                 raise SandboxLost(sandbox_id, f"the sweep said nothing for {silent:.0f}s")

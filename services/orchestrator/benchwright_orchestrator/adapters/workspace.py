@@ -395,7 +395,15 @@ class NatsWorkspace:
     # -- results ------------------------------------------------------------------------
     @asynccontextmanager
     async def results(self, invocation: int, on_results: OnResults) -> AsyncIterator[ResultFeed]:
-        feed = NatsResultFeed(self, invocation, on_results)
+        feed = NatsResultFeed(
+            self.broker,
+            self.run,
+            invocation,
+            on_results,
+            subject_for=self.subject_for,
+            holder_alive=self.holder_alive,
+            owner=self.owner,
+        )
         await feed.open()
         try:
             yield feed

@@ -11,16 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.contracts import CatalogListing
 
 
-class DriverError(Exception):
-    """The Driver cannot go on; ``error_type`` names why."""
-
-    def __init__(self, error_type: str, detail: str) -> None:
-        super().__init__(detail)
-        self.error_type = error_type
-        self.detail = detail
+class DriverError(PhaseError):
+    """The Driver cannot go on; ``error_type`` names why (a phase failure like any other)."""
 
 
 class RestartPhase(Exception):

@@ -1,7 +1,7 @@
 """The pipeline's phases: plain functions over a ``PhaseContext``, looked up by name.
 
 Each reads what earlier phases recorded on the run (``run.dataset``,
-``run.analysis``, ``run.scorer`` ...) rather than anything held in memory, so it
+``run.artifacts.analysis``, ``run.scorer`` ...) rather than anything held in memory, so it
 runs the same after a restart, in a replay or in a fork. ``pipeline.py``
 brackets and orders them.
 """

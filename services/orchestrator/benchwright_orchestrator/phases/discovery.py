@@ -69,7 +69,7 @@ def after_cache_hit(ctx: PhaseContext, phase: str) -> None:
     A replay fetching a newer snapshot takes all of it, or the slice it names.
     """
     run = ctx.run
-    if phase != "fetch" or "analyze" in run.plan:
+    if phase != "fetch" or "analyze" in run.progress.plan:
         return
     if run.mode != "replay":
         select(ctx, scope_selection({"kind": "all"}, cap=run.limit))

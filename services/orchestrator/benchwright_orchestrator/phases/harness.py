@@ -89,7 +89,7 @@ async def keep_harness_logs(ctx: PhaseContext) -> None:
     if not paths:
         return
     done = await ctx.work.exec(["python", "-c", "pass"], export=paths)
-    kept = {digest for _, digest in run.harness_logs}
+    kept = {digest for _, digest in run.artifacts.harness_logs}
     for found in done.exported:
         if found.sha256 in kept:
             continue

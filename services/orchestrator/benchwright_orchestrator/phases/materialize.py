@@ -47,8 +47,8 @@ async def materialize(ctx: PhaseContext) -> None:
     )
     run.agent_text(phase="materialize", text=f"materialize mode: {mode} ({why})")
     model = await ctx.work.attach()
-    indices = run.selected()
-    invocation = run.invocations["materialize"]
+    indices = run.artifacts.selected()
+    invocation = run.progress.invocations["materialize"]
 
     async def on_results(results: list[TaskOutcome], batch_invocation: int) -> None:
         if run.record_results(results, batch_invocation):
@@ -59,7 +59,7 @@ async def materialize(ctx: PhaseContext) -> None:
             await _fanout(ctx, feed, model, indices)
         else:
             await _sequential(ctx, feed, model, indices)
-    left = run.unsent(indices)
+    left = run.sweep.unsent(indices)
     if left:  # every path above settles what it was given; this is a broken promise
         raise PhaseError("results_missing", f"{len(left)} task trials were never settled")
     if run.harness_name == "inspect":
@@ -88,7 +88,7 @@ async def _sweep(
 
 
 def _unsettled(ctx: PhaseContext, pairs: list[Pair]) -> list[Pair]:
-    return [p for p in pairs if not ctx.run.settled(*p)]
+    return [p for p in pairs if not ctx.run.sweep.settled(*p)]
 
 
 async def _lost(ctx: PhaseContext, lost: SandboxLost, pairs: list[Pair]) -> None:
@@ -113,7 +113,7 @@ async def _settle_as_errors(
         )
         for i, t in _unsettled(ctx, pairs)
     ]
-    if rows and ctx.run.record_results(rows, ctx.run.invocations["materialize"]):
+    if rows and ctx.run.record_results(rows, ctx.run.progress.invocations["materialize"]):
         await ctx.save()
 
 
@@ -122,7 +122,7 @@ async def _sequential(
     ctx: PhaseContext, feed: ResultFeed, model: ModelAttached, indices: list[int]
 ) -> None:
     losses = resends = 0
-    while pairs := ctx.run.unsent(indices):
+    while pairs := ctx.run.sweep.unsent(indices):
         sandbox_id = await ctx.work.ensure_sandbox()
         try:
             end = await _sweep(ctx, feed, sandbox_id, pairs, model)
@@ -160,7 +160,7 @@ async def _fanout(
     """
     code = await ctx.work.scorer_code()
     sandboxes = TaskSandboxes(ctx, [SandboxFile(path="task_impl.py", content=code)] if code else [])
-    todo = [i for i in indices if ctx.run.unsent([i])]
+    todo = [i for i in indices if ctx.run.sweep.unsent([i])]
     queue = iter(todo)  # shared by the workers: each task is taken once
 
     async def worker() -> None:
@@ -184,7 +184,7 @@ async def _fanout_task(
 ) -> None:
     error_type, detail = "sandbox_crash", "the task sandbox finished without reporting this trial"
     losses = 0
-    while pairs := ctx.run.unsent([index]):
+    while pairs := ctx.run.sweep.unsent([index]):
         sandbox_id: str | None = None
         try:
             sandbox_id = await sandboxes.create()
@@ -207,7 +207,7 @@ async def _fanout_task(
         finally:
             if sandbox_id is not None:
                 await sandboxes.kill(sandbox_id)
-    await _settle_as_errors(ctx, ctx.run.unsent([index]), error_type, detail)
+    await _settle_as_errors(ctx, ctx.run.sweep.unsent([index]), error_type, detail)
 
 
 class TaskSandboxes:

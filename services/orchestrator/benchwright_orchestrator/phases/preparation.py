@@ -52,21 +52,21 @@ async def attach(ctx: PhaseContext) -> None:
 
 async def atomize(ctx: PhaseContext) -> None:
     run = ctx.run
-    if run.analysis is None:
+    if run.artifacts.analysis is None:
         raise PhaseError("no_analysis", "Atomize needs Analyze's findings")
     tools = ctx.tools("atomize")
     rows = await sample(ctx, tools)
     analysis = Analysis(
-        kind=str(run.analysis["kind"]),
-        schema=dict(run.analysis["schema"]),
-        fields=dict(run.analysis["fields"]),
-        candidates=list(run.analysis["candidates"]),
-        evidence=list(run.analysis["evidence"]),
+        kind=str(run.artifacts.analysis["kind"]),
+        schema=dict(run.artifacts.analysis["schema"]),
+        fields=dict(run.artifacts.analysis["fields"]),
+        candidates=list(run.artifacts.analysis["candidates"]),
+        evidence=list(run.artifacts.analysis["evidence"]),
     )
-    invocation = run.invocations["atomize"]
+    invocation = run.progress.invocations["atomize"]
     # Attempts count since the last person looked (a review answer resets them).
     scorer = await ctx.driver.atomize(
-        analysis, rows, attempt=run.restarts + 1, guidance=list(run.guidance), tools=tools
+        analysis, rows, attempt=run.progress.restarts + 1, guidance=list(run.guidance), tools=tools
     )
     await tools.write_file("task_impl.py", scorer.code)
     run.atomize_done(
@@ -89,8 +89,8 @@ async def report(ctx: PhaseContext) -> None:
         "subset_id": run.subset_id,
         "impl_id": run.impl_id,
         "model": run.sut,
-        "selection": run.selection,
-        "trials": run.trials,
+        "selection": run.artifacts.selection,
+        "trials": run.sweep.trials,
         "summary": run.summary(),
     }
     run.report_file(

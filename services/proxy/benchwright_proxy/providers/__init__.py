@@ -3,25 +3,47 @@
 A provider turns an OpenAI-shaped chat request into a call to the real model
 and returns an OpenAI-shaped response with ``usage``, or streams OpenAI-shaped
 Server-Sent Events with usage in the last chunk. Heavy providers (LiteLLM,
-llama.cpp) are imported only when a run names them.
+llama.cpp) are imported only when a run names them, by ``providers.registry``
+(which names them all): this package holds only what every provider module
+shares, so none of them imports a module that imports it back.
 """
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 from benchwright_proxy.providers.auth import UpstreamAuth
-from benchwright_proxy.settings import ProxySettings
 from benchwright_shared.contracts import SutRef
-from benchwright_shared.settings import Settings
+from benchwright_shared.refusal import Refused
 
 
-class ProviderError(Exception):
-    """The upstream failed; ``status`` is what the proxy answers with."""
+class ProviderError(Refused):
+    """The model provider failed, or cannot be reached at all: a refusal with its cause.
 
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
+    ``status`` is what the proxy answers with (the upstream's own, when it answered),
+    ``detail`` what went wrong in the upstream's or the proxy's words, and ``code`` the
+    kind of failure, which the proxy's OpenAI-shaped error carries as its ``type``:
+    ``upstream_error`` unless the raiser knows better (``provider_crashed``,
+    ``unknown_provider``, ...). Over the bus it is a problem like any refusal.
+    """
+
+    detail: str
+    code: str
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        code: str = "upstream_error",
+        field: str | None = None,
+    ) -> None:
+        super().__init__(status, None, detail, field=field, code=code)
+
+
+def unknown_provider(sut: SutRef) -> ProviderError:
+    return ProviderError(
+        400, f"unknown provider {sut.provider!r}", code="unknown_provider", field="sut.provider"
+    )
 
 
 class Provider(Protocol):
@@ -49,60 +71,3 @@ class Provider(Protocol):
         """What the call cost, in micro-dollars."""
 
     async def close(self) -> None: ...
-
-
-ProviderFactory = Callable[[Settings, ProxySettings], Provider]
-
-
-def _openai_compatible(settings: Settings, proxy: ProxySettings) -> Provider:
-    from benchwright_proxy.providers.openai_compatible import OpenAICompatibleProvider
-
-    return OpenAICompatibleProvider(
-        max_concurrency=proxy.upstream_concurrency, max_attempts=proxy.upstream_max_attempts
-    )
-
-
-def _litellm(settings: Settings, proxy: ProxySettings) -> Provider:
-    from benchwright_proxy.providers.litellm_provider import LiteLLMProvider
-
-    return LiteLLMProvider(
-        settings,
-        max_concurrency=proxy.upstream_concurrency,
-        max_attempts=proxy.upstream_max_attempts,
-    )
-
-
-def _local(settings: Settings, proxy: ProxySettings) -> Provider:
-    from benchwright_proxy.providers.local import LocalModelProvider
-
-    return LocalModelProvider(settings)
-
-
-PROVIDERS: dict[str, ProviderFactory] = {
-    "openai_compatible": _openai_compatible,
-    "openrouter": _litellm,
-    "together": _litellm,
-    "local": _local,
-}
-
-# Names a user may give for a server they run themselves; all speak OpenAI's API.
-SELF_HOSTED = {"openai_compatible", "vllm", "ollama", "llamacpp", "openai"}
-
-
-def provider_key(sut: SutRef) -> str:
-    """Which registered provider serves ``sut``: an ``api_base`` means a direct call."""
-    if sut.api_base:
-        return "openai_compatible"
-    return sut.provider
-
-
-def known_provider(sut: SutRef) -> bool:
-    return provider_key(sut) in PROVIDERS
-
-
-# Providers that serve one call at a time: more concurrent tasks only queue.
-SERIAL_PROVIDERS = {"local"}
-
-
-def max_concurrency(sut: SutRef) -> int | None:
-    return 1 if provider_key(sut) in SERIAL_PROVIDERS else None

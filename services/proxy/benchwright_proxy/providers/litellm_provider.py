@@ -58,7 +58,9 @@ class LiteLLMProvider:
             import litellm
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ProviderError(
-                501, "provider needs LiteLLM: pip install 'benchwright[providers]'"
+                501,
+                "provider needs LiteLLM: pip install 'benchwright[providers]'",
+                code="provider_not_installed",
             ) from exc
         litellm.suppress_debug_info = True  # else each error prints a help banner to stdout
         self._litellm = litellm
@@ -95,6 +97,7 @@ class LiteLLMProvider:
                 424,
                 f"no {sut.provider} key: add a secret for {upstream_host(sut)} "
                 f"(POST /v1/secrets) or set BW_{sut.provider.upper()}_API_KEY",
+                code="missing_credentials",
             )
         params = {k: v for k, v in body.items() if k not in {"model", "stream", "stream_options"}}
         params.update(model=self._route(sut), api_key=key, num_retries=0)

@@ -53,7 +53,8 @@ START_TIMEOUT_S = 60.0
 class ProviderCrashedError(ProviderError):
     """The model's process died under a call (503: try again) or keeps dying (502)."""
 
-    kind = "provider_crashed"
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(status, detail, code="provider_crashed")
 
 
 def model_path(name: str) -> Path:
@@ -62,14 +63,26 @@ def model_path(name: str) -> Path:
         package, filename = LOCAL_MODELS[name.lower()]
     except KeyError:
         raise ProviderError(
-            404, f"unknown local model {name!r}; known: {sorted(LOCAL_MODELS)}"
+            404,
+            f"unknown local model {name!r}; known: {sorted(LOCAL_MODELS)}",
+            code="unknown_model",
+            field="sut.model",
         ) from None
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ProviderError(
-            501, f"local model {name!r} needs the {package.replace('_', '-')} wheel installed"
+            501,
+            f"local model {name!r} needs the {package.replace('_', '-')} wheel installed",
+            code="provider_not_installed",
         )
     return Path(next(iter(spec.submodule_search_locations))) / filename
+
+
+def worker_error(error: dict[str, Any]) -> ProviderError:
+    """The worker's answered error, as it said it (its status, detail and code)."""
+    return ProviderError(
+        int(error["status"]), str(error["detail"]), code=str(error.get("code") or "upstream_error")
+    )
 
 
 def how_it_died(returncode: int | None) -> str:
@@ -197,7 +210,7 @@ class LocalModelProvider:
         self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
     ) -> dict[str, Any]:
         if not isinstance(body.get("messages"), list):
-            raise ProviderError(400, "messages must be a list")
+            raise ProviderError(400, "messages must be a list", code="invalid_argument")
         model_path(sut.model)  # an unknown model is refused here, not in the worker
         async with self._lock:
             worker = await self._ensure()
@@ -211,7 +224,7 @@ class LocalModelProvider:
                         continue
                     if "error" in message:
                         error = message["error"]
-                        raise ProviderError(int(error["status"]), str(error["detail"]))
+                        raise worker_error(error)
                     result: dict[str, Any] = message["result"]
                     return result
             except (EOFError, BrokenPipeError, ConnectionResetError, ValueError):
@@ -221,7 +234,7 @@ class LocalModelProvider:
         self, sut: SutRef, body: dict[str, Any], auth: UpstreamAuth | None = None
     ) -> AsyncGenerator[bytes, None]:
         if not isinstance(body.get("messages"), list):
-            raise ProviderError(400, "messages must be a list")
+            raise ProviderError(400, "messages must be a list", code="invalid_argument")
         model_path(sut.model)
         await self._lock.acquire()
         worker: _Worker | None = None
@@ -242,7 +255,7 @@ class LocalModelProvider:
                 if "error" in message:
                     ended = True
                     error = message["error"]
-                    raise ProviderError(int(error["status"]), str(error["detail"]))
+                    raise worker_error(error)
                 if message.get("end"):
                     ended = True
                     break

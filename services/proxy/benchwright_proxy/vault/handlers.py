@@ -1,4 +1,7 @@
-"""The vault's questions, answered over request/reply (never a stream)."""
+"""The vault's questions, answered over request/reply (never a stream).
+
+A refusal is raised, never caught here: the bus answers it as the reply's ``problem``.
+"""
 
 from collections.abc import Callable
 
@@ -17,7 +20,6 @@ from benchwright_shared.contracts.vault import (
     SecretAnswer,
     UpdateHostPolicy,
 )
-from benchwright_shared.refusal import Refused
 from benchwright_shared.store import BlockingStore
 
 
@@ -27,25 +29,16 @@ def register(router: NatsRouter, vault: VaultApplication, store: BlockingStore) 
 
     @router.subscriber(subjects.PUT_SECRET, queue="proxy")
     async def put_secret(command: PutSecret) -> SecretAnswer:
-        try:
-            return SecretAnswer(secret=await run(lambda: vault.put(command)))
-        except Refused as exc:
-            return SecretAnswer(problem=exc.problem())
+        return SecretAnswer(secret=await run(lambda: vault.put(command)))
 
     @router.subscriber(subjects.READ_SECRETS, queue="proxy")
     async def read_secrets(query: ReadSecrets) -> SecretAnswer:
-        try:
-            views = await run(lambda: vault.read(query.account, query.name))
-        except Refused as exc:
-            return SecretAnswer(problem=exc.problem())
+        views = await run(lambda: vault.read(query.account, query.name))
         return SecretAnswer(secret=views[0] if query.name else None, secrets=views)
 
     @router.subscriber(subjects.DELETE_SECRET, queue="proxy")
     async def delete_secret(command: DeleteSecret) -> SecretAnswer:
-        try:
-            await run(lambda: vault.delete(command.account, command.name))
-        except Refused as exc:
-            return SecretAnswer(problem=exc.problem())
+        await run(lambda: vault.delete(command.account, command.name))
         return SecretAnswer()
 
     @router.subscriber(subjects.READ_HOST_POLICY, queue="proxy")
@@ -54,10 +47,7 @@ def register(router: NatsRouter, vault: VaultApplication, store: BlockingStore) 
 
     @router.subscriber(subjects.UPDATE_HOST_POLICY, queue="proxy")
     async def update_policy(command: UpdateHostPolicy) -> HostPolicyView:
-        try:
-            return await run(lambda: vault.update_host_policy(command))
-        except Refused as exc:
-            return HostPolicyView(problem=exc.problem())
+        return await run(lambda: vault.update_host_policy(command))
 
     @router.subscriber(subjects.READ_BLOCKED_HOSTS, queue="proxy")
     async def blocked(query: ReadBlockedHosts) -> BlockedHostsView:

@@ -40,7 +40,6 @@ from benchwright_shared.contracts import (
     ResolveBenchmark,
     SubsetRows,
 )
-from benchwright_shared.contracts.base import Problem
 from benchwright_shared.contracts.registry import (
     BenchmarkView,
     ImplView,
@@ -185,17 +184,15 @@ class RegistryApplication:
         """A benchmark by id, name or alias, one of its subsets, and the impl to run.
 
         The built-in catalog first, then what the account authored (another
-        account's private benchmark is not found, exactly like a missing one).
+        account's private benchmark is not found, exactly like a missing one). Raises
+        ``Refused`` for what is not found or cannot run.
         """
-        try:
-            if self.catalog.find(query.benchmark) is None and self.authoring is not None:
-                resolve = self.build.resolve if self.build else self.authoring.resolve
-                found = resolve(query.account, query.benchmark, query.subset, query.impl)
-                if found is not None:
-                    return found
-            bm, subset, impl = self.catalog.resolve(query.benchmark, query.subset, query.impl)
-        except Refused as exc:
-            return BenchmarkResolution(problem=exc.problem())
+        if self.catalog.find(query.benchmark) is None and self.authoring is not None:
+            resolve = self.build.resolve if self.build else self.authoring.resolve
+            found = resolve(query.account, query.benchmark, query.subset, query.impl)
+            if found is not None:
+                return found
+        bm, subset, impl = self.catalog.resolve(query.benchmark, query.subset, query.impl)
         return BenchmarkResolution(
             benchmark_id=bm.benchmark_id,
             benchmark_name=bm.name,
@@ -221,7 +218,7 @@ class RegistryApplication:
             if authored is None:
                 return SubsetRows(
                     subset_id=query.subset_id,
-                    problem=Problem(title="subset not found", status=404, field="subset_id"),
+                    problem=not_found("subset", query.subset_id, "subset_id").problem(),
                 )
             lines, digest = authored
             total, object_name = len(lines), f"{query.subset_id}.jsonl"
@@ -271,7 +268,7 @@ class RegistryApplication:
         if authored is None:
             return ImplCode(
                 impl_id=query.impl_id,
-                problem=Problem(title="impl not found", status=404, field="impl"),
+                problem=not_found("impl", query.impl_id, "impl").problem(),
             )
         code, sha256 = authored
         return ImplCode(impl_id=query.impl_id, code=code, sha256=sha256)

@@ -208,9 +208,6 @@ class AuthoredBenchmark(Aggregate):
     def benchmark_id(self) -> str:
         return f"bm_{self.id}"
 
-    def visible_to(self, account: str) -> bool:
-        return not self.deleted and self.account == account
-
     def latest_official(self) -> str | None:
         """The newest official impl: what ``latest:official`` names."""
         official = [impl_id for impl_id, flag in self.impls.items() if flag]

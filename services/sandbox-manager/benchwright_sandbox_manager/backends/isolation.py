@@ -19,10 +19,14 @@ from pathlib import Path
 from benchwright_sandbox_manager.backends import bwrap
 from benchwright_sandbox_manager.backends.forwarding import HostForwarders, plan_network
 from benchwright_sandbox_manager.ports import BackendError, SandboxLimits
+from benchwright_sandbox_manager.runtime import launcher_source
 from benchwright_shared.process import die_with_parent
 from benchwright_shared.settings import Settings
 
 LAUNCHER = Path(__file__).resolve().parent.parent / "runtime" / "sandbox_init.py"
+# What bubblewrap mounts as the sandbox's init: one file, ``command_limits`` inlined.
+LAUNCHER_SOURCE = launcher_source(LAUNCHER)
+LAUNCHER_FILE = "init.py"
 # A command's environment travels through a pipe; it must fit the pipe's buffer.
 ENV_LIMIT_BYTES = 60_000
 HELP_TIMEOUT_S = 10.0
@@ -81,6 +85,10 @@ class Bubblewrap:
             self._private_root = Path(tempfile.mkdtemp(prefix="bw-sandboxes-", dir=base))
             # Removed by ``close``, or when this object goes, or at exit: whichever is first.
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._private_root, True)
+            # Beside the sandboxes' own directories: what each mounts, read-only, as its init.
+            launcher = self._private_root / LAUNCHER_FILE
+            launcher.write_text(LAUNCHER_SOURCE)
+            launcher.chmod(0o444)
         return self._private_root / sandbox_id
 
     async def spawn(
@@ -122,7 +130,7 @@ class Bubblewrap:
             features=self.features,
             privileged=self.privileged,
             runtime=self.runtime,
-            launcher=LAUNCHER,
+            launcher=private.parent / LAUNCHER_FILE,
             workdir=workdir,
             private=private,
             tmp_mb=limits.tmp_mb,

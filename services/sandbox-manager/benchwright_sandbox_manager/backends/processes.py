@@ -3,16 +3,14 @@
 import asyncio
 import contextlib
 import os
-import resource
 import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from benchwright_sandbox_manager.ports import OUTPUT_LIMIT_BYTES, SandboxLimits
+from benchwright_sandbox_manager.runtime.command_limits import MIB, set_limits, tree_size
 from benchwright_shared.process import die_with_parent
-
-MIB = 1 << 20
 
 
 def kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -24,21 +22,6 @@ def ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def tree_size(top: Path) -> int:
-    """Bytes a directory's files occupy on disk (blocks, so sparse files count as written)."""
-    total = 0
-    stack = [top]
-    while stack:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
-            for entry in it:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
-                    else:
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
-    return total
-
-
 def unisolated_preexec(limits: SandboxLimits) -> Callable[[], None]:
     """For the opted-out mode: die with the parent, and per-process rlimits.
 
@@ -48,17 +31,13 @@ def unisolated_preexec(limits: SandboxLimits) -> Callable[[], None]:
 
     def preexec() -> None:
         die_with_parent()
-        cpu = limits.cpu_seconds
-        for kind, soft, hard in (
-            (resource.RLIMIT_CPU, cpu, cpu + 1),
-            (resource.RLIMIT_AS, limits.memory_mb * MIB, limits.memory_mb * MIB),
-            (resource.RLIMIT_FSIZE, limits.file_size_mb * MIB, limits.file_size_mb * MIB),
-            (resource.RLIMIT_CORE, 0, 0),
-        ):
-            _, ceiling = resource.getrlimit(kind)
-            if ceiling != resource.RLIM_INFINITY:
-                soft, hard = min(soft, ceiling), min(hard, ceiling)
-            resource.setrlimit(kind, (soft, hard))
+        set_limits(
+            {
+                "cpu_seconds": limits.cpu_seconds,
+                "memory_mb": limits.memory_mb,
+                "file_size_mb": limits.file_size_mb,
+            }
+        )
 
     return preexec
 
@@ -98,7 +77,7 @@ class DiskWatch:
 
     async def _watch(self, proc: asyncio.subprocess.Process, workdir: Path, limit: int) -> None:
         while proc.returncode is None:
-            if await asyncio.to_thread(tree_size, workdir) > limit:
+            if await asyncio.to_thread(tree_size, str(workdir)) > limit:
                 self.breached = True
                 kill_group(proc)
                 return

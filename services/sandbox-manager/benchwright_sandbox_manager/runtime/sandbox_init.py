@@ -14,17 +14,20 @@ inside the sandbox's namespaces. In order, it:
 5. replaces itself with the command (exit 127 when it cannot be found, 126 when
    it cannot be run, as a shell would).
 
-It is never copied into the sandbox's directory: the manager mounts it read-only.
+It is never copied into the sandbox's directory: the manager mounts it read-only,
+as one file with ``command_limits`` inlined (``runtime.launcher_source``).
 """
+
+from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import sys
 from typing import Any
 
-MIB = 1 << 20
+from benchwright_sandbox_manager.runtime.command_limits import set_limits
+
 CHUNK = 1 << 16
 
 
@@ -41,27 +44,6 @@ def _read_env(fd: int) -> dict[str, str]:
     os.close(fd)
     env: dict[str, str] = json.loads(b"".join(chunks))
     return env
-
-
-def _set_limits(limits: dict[str, int]) -> None:
-    """Lower every limit to the sandbox's (never above what the service itself may use)."""
-
-    def lower(kind: int, soft: int, hard: int) -> None:
-        _, ceiling = resource.getrlimit(kind)
-        if ceiling != resource.RLIM_INFINITY:
-            soft, hard = min(soft, ceiling), min(hard, ceiling)
-        resource.setrlimit(kind, (soft, hard))
-
-    # Past the soft CPU limit comes SIGXCPU; at the hard limit a second later, SIGKILL.
-    cpu = limits["cpu_seconds"]
-    lower(resource.RLIMIT_CPU, cpu, cpu + 1)
-    for kind, value in (
-        (resource.RLIMIT_AS, limits["memory_mb"] * MIB),
-        (resource.RLIMIT_FSIZE, limits["file_size_mb"] * MIB),
-        (resource.RLIMIT_NPROC, limits["max_procs"]),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        lower(kind, value, value)
 
 
 def _forward(listeners: list[tuple[socket.socket, str]]) -> None:
@@ -141,7 +123,7 @@ def main() -> None:
     if config.get("uid") is not None:
         _drop_privileges(int(config["uid"]), int(config["gid"]))
     env = _read_env(int(config["env_fd"]))
-    _set_limits(config["limits"])
+    set_limits(config["limits"])
     _start_forwarders(config.get("forwards", []))
     try:
         os.execvpe(argv[0], argv, env)

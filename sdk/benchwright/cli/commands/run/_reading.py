@@ -131,7 +131,7 @@ def diff(
         Console(highlight=False).print(comparison_table(found))
         typer.echo(found.verdict.text)
 
-    emit(dict(found), fmt, table=table, items=[*found.get("changes", []), found.verdict])
+    emit(dump(found), fmt, table=table, items=[dump(m) for m in (*found.changes, found.verdict)])
 
 
 class ExportFormat(StrEnum):

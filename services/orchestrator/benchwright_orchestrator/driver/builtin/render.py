@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 from benchwright_orchestrator.driver.builtin.analyze import Analysis
 from benchwright_orchestrator.driver.builtin.guidance import Directives, describe
-from benchwright_shared.scorers import SETTINGS_START, scorer_source, split_settings
+from benchwright_shared.scorers import (
+    SETTINGS_START,
+    parse_setting,
+    scorer_source,
+    split_settings,
+)
 
 Value = str | int | float | bool | None
 
@@ -110,25 +115,16 @@ def _settings(lines: tuple[str, ...], values: dict[str, Value]) -> list[str]:
     out: list[str] = []
     seen: list[str] = []
     for line in lines:
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+        setting = parse_setting(line)
+        if setting is None:
             out.append(line)
             continue
-        statement = ast.parse(line).body
-        target = statement[0] if len(statement) == 1 else None
-        if not (
-            isinstance(target, ast.Assign)
-            and len(target.targets) == 1
-            and isinstance(target.targets[0], ast.Name)
-            and target.value.end_col_offset is not None
-        ):
-            raise ValueError(f"a settings line must set one constant: {line!r}")
-        name = target.targets[0].id
+        name, value = setting
         if name not in values:
             raise ValueError(f"the scorer's setting {name} has no value")
         seen.append(name)
         # Column offsets count UTF-8 bytes.
-        rest = line.encode()[target.value.end_col_offset :].decode().strip()
+        rest = line.encode()[value.end_col_offset :].decode().strip()
         assignment = f"{name} = {_literal(values[name])}"
         if not rest:
             out.append(assignment + "\n")

@@ -51,6 +51,7 @@ from benchwright_sandbox_manager.ports import (
     UnsafePathError,
     safe_relative_path,
 )
+from benchwright_sandbox_manager.runtime import launcher_source
 from benchwright_shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ class E2BBackend:
         self.limits = SandboxLimits.from_settings(self.settings)
         self._boxes: dict[str, _Box] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._launcher = LAUNCHER.read_text()
+        # One file, ``command_limits`` inlined: the sandbox has no Benchwright to import.
+        self._launcher = launcher_source(LAUNCHER)
 
     # -- isolation ----------------------------------------------------------------
     @property

@@ -19,7 +19,9 @@ working directory. In order, it:
    holds more than ``disk_mb``;
 5. ends stderr with one line, ``<nonce> <json>``, saying how the command ended.
 
-It runs on whatever python3 the template has: nothing newer than Python 3.8.
+It runs on whatever python3 the template has: nothing newer than Python 3.8. The
+rlimits, the disk measure and the sweep of what is left are ``runtime.command_limits``,
+inlined into the source the backend sends (``runtime.launcher_source``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ import contextlib
 import ctypes
 import json
 import os
-import resource
 import select
 import signal
 import sys
 import time
 from typing import Any, NoReturn
+
+from benchwright_sandbox_manager.runtime.command_limits import (
+    MIB,
+    kill_tree,
+    set_limits,
+    tree_size,
+)
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -45,7 +53,6 @@ MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-MIB = 1 << 20
 DISK_CHECK_S = 0.5
 # These names in argv[0] mean the interpreter running this launcher.
 PYTHON_NAMES = ("python", "python3")
@@ -104,27 +111,6 @@ def _isolate(tmp_mb: int) -> tuple[bool, bool]:
     return True, True
 
 
-def _set_limits(limits: dict[str, int]) -> None:
-    """Lower every limit to the command's (never above what this launcher may use)."""
-
-    def lower(kind: int, soft: int, hard: int) -> None:
-        _, ceiling = resource.getrlimit(kind)
-        if ceiling != resource.RLIM_INFINITY:
-            soft, hard = min(soft, ceiling), min(hard, ceiling)
-        resource.setrlimit(kind, (soft, hard))
-
-    # Past the soft CPU limit comes SIGXCPU; at the hard limit a second later, SIGKILL.
-    cpu = limits["cpu_seconds"]
-    lower(resource.RLIMIT_CPU, cpu, cpu + 1)
-    for kind, value in (
-        (resource.RLIMIT_AS, limits["memory_mb"] * MIB),
-        (resource.RLIMIT_FSIZE, limits["file_size_mb"] * MIB),
-        (resource.RLIMIT_NPROC, limits["max_procs"]),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        lower(kind, value, value)
-
-
 def _command(argv: list[str], env: dict[str, str], limits: dict[str, int], ids: Any) -> NoReturn:
     """Become the command: back to the user's own uid, in a session of its own, limited."""
     try:
@@ -133,7 +119,7 @@ def _command(argv: list[str], env: dict[str, str], limits: dict[str, int], ids: 
             # root: whatever capabilities it held end at exec.
             _enter_user_namespace(0, *ids)
         os.setsid()
-        _set_limits(limits)
+        set_limits(limits)
         # Python ignores these; the command should not inherit that.
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
@@ -173,48 +159,6 @@ def _exit_code(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def _tree_size(top: str) -> int:
-    """Bytes a directory's files occupy on disk (blocks, so sparse files count as written)."""
-    total = 0
-    stack = [top]
-    while stack:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as it:
-            for entry in it:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
-    return total
-
-
-def _children(parent: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                if int(f.read().rpartition(")")[2].split()[1]) == parent:
-                    found.append(int(name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
-def _sweep() -> None:
-    """Kill and reap every process left to this launcher (it is their subreaper)."""
-    me = os.getpid()
-    while True:
-        for pid in _children(me):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-
 def _kill(child: int, own_pid_ns: bool) -> None:
     # The init of a PID namespace takes the namespace with it; a session leader its group.
     with contextlib.suppress(OSError):
@@ -245,9 +189,9 @@ def _watch(child: int, config: dict[str, Any], own_pid_ns: bool, own_tmp: bool) 
             verdict = "timeout"
         elif now >= next_check:
             next_check = now + DISK_CHECK_S
-            if _tree_size(".") > limits["disk_mb"] * MIB:
+            if tree_size(".") > limits["disk_mb"] * MIB:
                 verdict = "disk"
-            elif not own_tmp and _tree_size("/tmp") > limits["tmp_mb"] * MIB:
+            elif not own_tmp and tree_size("/tmp") > limits["tmp_mb"] * MIB:
                 verdict = "tmp"
         if verdict:
             _kill(child, own_pid_ns)
@@ -284,7 +228,7 @@ def main() -> None:
     status, verdict = _watch(child, config, own_pid_ns, own_tmp)
     if not own_pid_ns:
         _kill(child, own_pid_ns)
-        _sweep()
+        kill_tree(os.getpid())  # this launcher is their subreaper: all come back to it
     code = _exit_code(status)
     ending = {"exit_code": code, "killed_for": verdict, "isolated": own_pid_ns}
     sys.stderr.write(f"\n{config['nonce']} {json.dumps(ending)}\n")

@@ -19,6 +19,9 @@ quota leaves a last ``[sandbox]`` line on stderr.
 ``pack``/``unpack`` a gzipped tar of the working directory; ``reap`` kills the
 process tree of a ``run`` whose exec stream went away (found by its token).
 Every path must resolve inside the working directory (exit ``EXIT_UNSAFE``).
+
+The rlimits, the disk measure and the kill of a tree are ``runtime.command_limits``,
+inlined into the source the pod gets (``runtime.launcher_source``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import contextlib
 import gzip
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -36,6 +38,16 @@ import tarfile
 import threading
 import time
 from typing import IO, Any
+
+from benchwright_sandbox_manager.runtime.command_limits import (
+    MIB,
+    descendants,
+    kill_tree,
+    parents,
+    reap,
+    set_limits,
+    tree_size,
+)
 
 # Reads the launcher's source from stdin; ``python3 -I -S -c BOOT <tag> <token>``.
 BOOT = "import sys;r=sys.stdin.buffer;exec(compile(r.read(int(r.readline())),'bw-launcher','exec'))"
@@ -46,7 +58,6 @@ EXIT_MISSING = 66
 EXIT_KILLED = 128 + signal.SIGKILL
 TIMEOUT_NOTE = "[sandbox] timed out after"
 DISK_NOTE = "[sandbox] the sandbox passed its disk quota of"
-MIB = 1 << 20
 CHUNK = 1 << 16
 POLL_S = 0.05
 DISK_EVERY_S = 0.5
@@ -183,63 +194,6 @@ def unpack(config: dict[str, Any], payload: Exact) -> int:
 
 
 # -- processes --------------------------------------------------------------------
-def parents() -> dict[int, int]:
-    """pid -> parent pid, for every process this one can see."""
-    found: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        found[int(name)] = int(stat.rpartition(")")[2].split()[1])
-    return found
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents().items():
-        children.setdefault(parent, []).append(pid)
-    found: list[int] = []
-    stack = list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        found.append(pid)
-        stack.extend(children.get(pid, []))
-    return found
-
-
-def reap(command: subprocess.Popen[bytes] | None) -> None:
-    """Collect finished children (adopted orphans too) without stealing ``command``'s status."""
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return
-        if info is None:
-            return
-        if command is not None and info.si_pid == command.pid:
-            command.poll()
-            continue
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(info.si_pid, 0)
-
-
-def kill_tree(root: int, command: subprocess.Popen[bytes] | None) -> None:
-    """SIGKILL every descendant of ``root`` until none is left (orphans come back to us)."""
-    for _ in range(1000):
-        pids = descendants(root)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)
-        reap(command)
-
-
 def become_subreaper() -> None:
     try:
         import ctypes
@@ -248,47 +202,6 @@ def become_subreaper() -> None:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass  # not Linux: a daemon may escape, the pod's deletion still ends it
-
-
-def limit(limits: dict[str, int]) -> None:
-    """In the command's process, before exec: lower every limit to the command's."""
-
-    def lower(kind: int, soft: int, hard: int) -> None:
-        _, ceiling = resource.getrlimit(kind)
-        if ceiling != resource.RLIM_INFINITY:
-            soft, hard = min(soft, ceiling), min(hard, ceiling)
-        resource.setrlimit(kind, (soft, hard))
-
-    cpu = int(limits["cpu_seconds"])
-    # Past the soft CPU limit comes SIGXCPU; at the hard limit a second later, SIGKILL.
-    lower(resource.RLIMIT_CPU, cpu, cpu + 1)
-    for kind, value in (
-        (resource.RLIMIT_AS, int(limits["memory_mb"]) * MIB),
-        (resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * MIB),
-        (resource.RLIMIT_NPROC, int(limits["max_procs"])),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        lower(kind, value, value)
-
-
-def tree_size(top: str) -> int:
-    """Bytes a directory's files occupy (blocks, so sparse files count as written)."""
-    total = 0
-    stack = [top]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                else:
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 def feed(pipe: IO[bytes], data: bytes) -> None:
@@ -315,7 +228,7 @@ def run(config: dict[str, Any], stdin: bytes | None) -> int:
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=lambda: limit(limits),
+            preexec_fn=lambda: set_limits(limits),
         )
     except FileNotFoundError as exc:
         print(f"cannot run {argv[0]!r}: {exc}", file=sys.stderr)

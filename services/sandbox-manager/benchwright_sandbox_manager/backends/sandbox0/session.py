@@ -25,10 +25,12 @@ from benchwright_sandbox_manager.backends.sandbox0.kube import (
 )
 from benchwright_sandbox_manager.backends.sandbox0.manifests import object_name
 from benchwright_sandbox_manager.ports import OUTPUT_LIMIT_BYTES, BackendError
+from benchwright_sandbox_manager.runtime import launcher_source
 
 log = logging.getLogger(__name__)
 
-LAUNCHER_SOURCE = Path(launcher.__file__).read_bytes()
+# One file, ``command_limits`` inlined: the pod has no Benchwright to import it from.
+LAUNCHER_SOURCE = launcher_source(Path(launcher.__file__)).encode()
 # ``env -i`` keeps nothing of the container's environment but the image's PATH,
 # which the launcher needs to find python3 and passes on unless a command sets one.
 SHELL = f'exec env -i "PATH=${{PATH:-{launcher.DEFAULT_PATH}}}" python3 -I -S -c "$1" "$2" "$3"'

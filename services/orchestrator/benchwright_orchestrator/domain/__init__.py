@@ -11,49 +11,86 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
-from benchwright_orchestrator.plan import (
-    MAX_RESTARTS,
-    SNAPSHOT_PHASES,
-    is_resumable_halt,
-    selected_indices,
+from benchwright_orchestrator.domain.agents import MAX_ATTEMPTS, AgentAttemptRefusedError, Agents
+from benchwright_orchestrator.domain.artifacts import Artifacts
+from benchwright_orchestrator.domain.errors import (
+    NoSelectionError,
+    RunAlreadyFinishedError,
+    RunError,
+    RunNotPublishableError,
+)
+from benchwright_orchestrator.domain.lifecycle import TERMINAL_STATUSES, Lifecycle
+from benchwright_orchestrator.domain.progress import PhaseProgress
+from benchwright_orchestrator.domain.sandboxes import Sandboxes
+from benchwright_orchestrator.domain.sweep import SPEND_FIELDS, TrialSweep, trial_fields
+from benchwright_orchestrator.domain.versions import (
+    upcast_run_v1_v2,
+    upcast_run_v2_v3,
+    upcast_run_v3_v4,
 )
 from benchwright_shared.contracts import TaskOutcome
-from benchwright_shared.fingerprint import load_bearing, run_fingerprint
-from benchwright_shared.hashing import sha256_hex
-from benchwright_shared.outcomes import is_infra_error
-from benchwright_shared.scoring import DEFAULT_TRIALS, Settled, aggregate, summarize
+from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
+    AgentAttemptStarted,
+    AgentModelTurn,
+    AgentToolResult,
+    VerifierFinished,
+)
+from benchwright_shared.scoring import DEFAULT_TRIALS
 from benchwright_shared.visibility import publish_problem
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "TERMINAL_STATUSES",
+    "AgentAttemptRefusedError",
+    "AgentRunEvent",
+    "Agents",
+    "Artifacts",
+    "Lifecycle",
     "NoSelectionError",
+    "PhaseProgress",
     "Run",
     "RunAlreadyFinishedError",
     "RunError",
-    "summarize",
+    "RunNotPublishableError",
+    "Sandboxes",
+    "TrialSweep",
 ]
 
-TERMINAL_STATUSES = ("ok", "error")
-
-
-class RunError(Exception):
-    """Base for rule violations on a run."""
-
-
-class RunAlreadyFinishedError(RunError):
-    """A finished run's log takes no more pipeline events."""
-
-
-class NoSelectionError(RunError):
-    """Materialize was reached with no tasks selected."""
-
-
-class RunNotPublishableError(RunError):
-    """Only a finished, successful run of a known benchmark can be public."""
+# One step of an agent's attempt at a task, as the run records it.
+AgentRunEvent = (
+    AgentAttemptStarted | AgentModelTurn | AgentToolResult | AgentAttemptEnded | VerifierFinished
+)
 
 
 class Run(Aggregate):
-    """One execution of the pipeline."""
+    """One execution of the pipeline.
+
+    Where it stands, how far its phases have come, its trials, artifacts and
+    sandboxes are parts (``Lifecycle``, ``PhaseProgress``, ``TrialSweep``,
+    ``Artifacts``, ``Sandboxes``) that hold their own state and rules; the run
+    applies every event, so the log's vocabulary is the run's alone.
+    """
+
+    # 2: the parts, and every attribute set at launch. 3: the lifecycle and the phases'
+    # progress as parts too. 4: the agents' attempts (``Agents``). An older snapshot is
+    # migrated by the upcasters, in turn.
+    class_version = 4
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """Turn a version 1 snapshot's state into version 2's (``versions``)."""
+        upcast_run_v1_v2(state)
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """Turn a version 2 snapshot's state into version 3's (``versions``)."""
+        upcast_run_v2_v3(state)
+
+    @staticmethod
+    def upcast_v3_v4(state: dict[str, Any]) -> None:
+        """Turn a version 3 snapshot's state into version 4's (``versions``)."""
+        upcast_run_v3_v4(state)
 
     @staticmethod
     def create_id(run_id: str) -> uuid.UUID:
@@ -93,10 +130,7 @@ class Run(Aggregate):
         self.cache = cache
         # A third-party harness scoring the run (``LaunchRun.harness``): its task and files.
         self.harness = harness
-        # (name, sha256) of each log the harness wrote that the run keeps.
-        self.harness_logs: list[tuple[str, str]] = []
         self.telemetry = telemetry
-        self.trials = trials or dict(DEFAULT_TRIALS)
         self.account = account
         self.mode = mode
         self.benchmark_id = benchmark_id
@@ -107,6 +141,7 @@ class Run(Aggregate):
         self.sut = sut
         self.limit = limit
         self.metadata = dict(metadata)
+        self.visibility = "private"
         self.request = request
         self.driver = driver
         self.limits = limits or {}
@@ -116,38 +151,20 @@ class Run(Aggregate):
         self.compute = compute
         # Every sandbox of the run lives on this backend (resolved at launch).
         self.backend = backend
-        self.plan: list[str] = []
-        # Everything later phases (and resumes, replays, forks) rebuild their state from.
+        # What the launch asked to cover; ``BenchmarkResolved`` narrows it.
         self.scope: dict[str, Any] = {"kind": "all"}
-        self.dataset: dict[str, Any] = {}
-        self.selection: dict[str, Any] | None = None
-        self.analysis: dict[str, Any] | None = None
-        self.scorer: dict[str, Any] | None = None  # impl_id, impl_sha256, code
-        self.snapshots: dict[str, str] = {}  # phase -> snapshot id
         # What the Driver is told besides the data: the launch's hints, a fork's
         # description, a reviewer's answer (``resume_review``).
         self.guidance: list[str] = [*(hints or []), *([fork["description"]] if fork else [])]
         self.phase_models = dict(phase_models or {})
-        self.restarts = 0
-        self.started_phases: list[str] = []
         self.deleted = False
-        self.model_config_sha256: str | None = None
-        self.phase_fingerprints: dict[str, str] = {}
-        self.status = "running"
-        self.halted = False
-        self.halt_reason: str | None = None
-        self.current_phase: str | None = None
-        self.invocations: dict[str, int] = {}
-        self.results_recorded = 0
-        # (type, data) of every artifact, in log order: what the fingerprint covers.
-        self.artifacts: list[list[Any]] = []
-        # What a resumed pipeline needs to know about the work already done.
-        self.completed_phases: list[str] = []
-        self.selected_tasks: int | None = None
-        self.open_sandboxes: dict[str, str] = {}  # sandbox id -> backend
-        # index -> trial -> [score, score_meta, duration_ms], for the current sweep
-        self.trial_results: dict[str, dict[str, list[Any]]] = {}
-        self.aggregated: dict[str, str] = {}  # index -> outcome
+        # The parts: each holds its own state and rules; the events stay the run's.
+        self.lifecycle = Lifecycle()
+        self.progress = PhaseProgress()
+        self.artifacts = Artifacts()
+        self.sweep = TrialSweep(trials=trials or dict(DEFAULT_TRIALS))
+        self.sandboxes = Sandboxes()
+        self.agents = Agents()
 
     @property
     def on_new_snapshot(self) -> bool:
@@ -158,13 +175,12 @@ class Run(Aggregate):
     @property
     def harness_name(self) -> str | None:
         """The third-party harness scoring the run (``inspect``), None for our own."""
-        harness: dict[str, Any] | None = getattr(self, "harness", None)
-        return str(harness["name"]) if harness else None
+        return str(self.harness["name"]) if self.harness else None
 
-        # -- lifecycle ------------------------------------------------------------------
+    # -- lifecycle ----------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self.status in TERMINAL_STATUSES:
+        if self.lifecycle.finished:
             raise RunAlreadyFinishedError(self.run_id)
 
     def start_pipeline(self, phases: list[str]) -> None:
@@ -173,7 +189,7 @@ class Run(Aggregate):
 
     @event("PipelineStarted")
     def _pipeline_started(self, phases: list[str]) -> None:
-        self.plan = list(phases)
+        self.progress.plan = list(phases)
 
     @event("DriverSelected")
     def driver_selected(
@@ -209,30 +225,22 @@ class Run(Aggregate):
         """Start ``phase``; returns its 1-based invocation number in this run."""
         self._check_open()
         self._phase_started(phase=phase)
-        return self.invocations[phase]
+        return self.progress.invocations[phase]
 
     @event("PhaseStarted")
     def _phase_started(self, phase: str) -> None:
-        self.current_phase = phase
-        self.started_phases.append(phase)
-        self.invocations[phase] = self.invocations.get(phase, 0) + 1
+        invocation = self.progress.phase_started(phase)
         if phase == "materialize":
-            self.trial_results = {}
-            self.aggregated = {}
-            # index -> True: a dict, because snapshots are stored as JSON.
-            self._infra_errored: dict[str, bool] = {}
-            # index -> [score, group, trial scores] (see ``task_aggregated``).
-            self._aggregated_detail: dict[str, list[Any]] = {}
+            self.sweep.begin(invocation)
 
     @event("PhaseCompleted")
     def complete_phase(self, phase: str, duration_ms: int) -> None:
-        self.current_phase = None
-        self.completed_phases.append(phase)
+        self.progress.phase_completed(phase)
 
     def resume(self, reason: str) -> None:
         """Pick up where the log ends, in the phase that was running."""
         self._check_open()
-        self._resumed(phase=self.current_phase or "", reason=reason)
+        self._resumed(phase=self.progress.current_phase or "", reason=reason)
 
     @event("PipelineResumed")
     def _resumed(self, phase: str, reason: str) -> None:
@@ -240,21 +248,19 @@ class Run(Aggregate):
 
     @event("PhaseFailed")
     def fail_phase(self, phase: str, error_type: str, detail: str, stack_trace: str | None) -> None:
-        self.current_phase = None
+        self.progress.phase_failed()
 
     def restart_phase(self, phase: str, reason: str) -> bool:
         """Ask for ``phase`` to run again; False past the restart cap (the caller parks the run)."""
         self._check_open()
-        if self.restarts >= MAX_RESTARTS:
+        if not self.progress.may_restart:
             return False
-        self._phase_restarted(phase=phase, reason=reason, restarts=self.restarts + 1)
+        self._phase_restarted(phase=phase, reason=reason, restarts=self.progress.restarts + 1)
         return True
 
     @event("PhaseRestarted")
     def _phase_restarted(self, phase: str, reason: str, restarts: int) -> None:
-        self.restarts = restarts
-        if self.current_phase == phase:
-            self.current_phase = None
+        self.progress.phase_restarted(phase, restarts)
 
     # -- the Driver's traffic ------------------------------------------------------
     @event("AgentTextEvent")
@@ -279,69 +285,174 @@ class Run(Aggregate):
         detail: str | None = None,
         fingerprint: str | None = None,
     ) -> None:
-        self.status = status
+        self.lifecycle.finish(status)
 
     def fingerprint(self) -> str | None:
         """The run fingerprint over the artifacts recorded so far (None before any)."""
-        if not self.artifacts:
-            return None
-        return run_fingerprint((t, d) for t, d in self.artifacts)[0]
-
-    def artifact_events(self) -> list[tuple[str, dict[str, Any]]]:
-        """Load-bearing parts of the artifacts on record, in order."""
-        return [(str(t), {k: v for k, v in d.items() if k != "type"}) for t, d in self.artifacts]
+        return self.artifacts.fingerprint()
 
     def halt(self, halt_reason: str) -> None:
         """Flag the run halted; a flag beside the status, not a status of its own."""
         self._check_open()
-        if not self.halted:
+        if not self.lifecycle.halted:
             self._halted(halt_reason=halt_reason)
 
     @event("RunHalted")
     def _halted(self, halt_reason: str) -> None:
-        self.halted = True
-        self.halt_reason = halt_reason
-
-    @property
-    def waiting(self) -> bool:
-        """Parked for a person (review, pause, restart cap), not finished."""
-        return self.halted and is_resumable_halt(self.halt_reason) and self.status == "running"
+        self.lifecycle.halt(halt_reason)
 
     def clear_halt(self, resolution: str | None, cleared_by: str) -> None:
         """Un-park a waiting run; ``resolution`` becomes guidance for the Driver."""
         self._check_open()
-        if not self.waiting:
+        if not self.lifecycle.waiting:
             raise RunError(f"run {self.run_id} is not waiting")
-        self._halt_cleared(resolution=resolution, cleared_by=cleared_by, was=self.halt_reason)
+        was = self.lifecycle.halt_reason
+        self._halt_cleared(resolution=resolution, cleared_by=cleared_by, was=was)
 
     @event("HaltCleared")
     def _halt_cleared(self, resolution: str | None, cleared_by: str, was: str | None) -> None:
-        self.halted = False
-        self.halt_reason = None
+        self.lifecycle.clear()
         if resolution:
             self.guidance.append(resolution)
-        # A person looked at it: the Driver gets a fresh restart budget.
-        self.restarts = 0
+        self.progress.renew_restarts()
+
+    # -- agents' attempts -----------------------------------------------------------
+    # The rules are ``Agents``'; the events are ``contracts.agent_events``', field for field.
+    def record_agent_event(self, step: AgentRunEvent) -> bool:
+        """Record one step of an agent's attempt at a task. False: an older attempt's,
+        ignored; ``AgentAttemptRefusedError`` for a step the attempt does not allow."""
+        self._check_open()
+        agents, index, trial, attempt = self.agents, step.index, step.trial, step.attempt
+        fields = step.model_dump()
+        if isinstance(step, AgentAttemptStarted):
+            taken = agents.check_start(index, trial, attempt)
+            if taken:
+                self._agent_started(**fields)
+        elif isinstance(step, AgentModelTurn | AgentToolResult | AgentAttemptEnded):
+            taken = agents.check_turn(index, trial, attempt)
+            if taken and isinstance(step, AgentModelTurn):
+                self._agent_turn(**fields)
+            elif taken and isinstance(step, AgentToolResult):
+                self._agent_tool_result(**fields)
+            elif taken:
+                self._agent_ended(**fields)
+        else:
+            taken = agents.check_verdict(index, trial, attempt)
+            if taken:
+                self._verifier_finished(**fields)
+        return taken
+
+    @event("AgentAttemptStarted")
+    def _agent_started(
+        self,
+        task_id: str,
+        index: int,
+        trial: int,
+        attempt: int,
+        agent: str,
+        model: str | None,
+        instruction: str,
+        instruction_truncated: bool,
+        instruction_chars: int,
+        system_prompt: str,
+        tools: list[str],
+    ) -> None:
+        self.agents.started(index, trial, attempt)
+
+    @event("AgentModelTurn")
+    def _agent_turn(
+        self,
+        task_id: str,
+        index: int,
+        trial: int,
+        attempt: int,
+        turn: int,
+        messages_in_count: int,
+        text: str | None,
+        text_truncated: bool,
+        text_chars: int,
+        tool_calls: list[dict[str, Any]],
+        input_tokens: int,
+        output_tokens: int,
+        cost_micros: int | None,
+        latency_ms: int,
+        finish_reason: str | None,
+    ) -> None:
+        self.agents.turned(index, trial, turn, input_tokens + output_tokens)
+
+    @event("AgentToolResult")
+    def _agent_tool_result(
+        self,
+        task_id: str,
+        index: int,
+        trial: int,
+        attempt: int,
+        turn: int,
+        call_id: str,
+        name: str,
+        exit_code: int | None,
+        is_error: bool,
+        output: str,
+        truncated: bool,
+        output_chars: int,
+        duration_ms: int,
+    ) -> None:
+        pass
+
+    @event("AgentAttemptEnded")
+    def _agent_ended(
+        self,
+        task_id: str,
+        index: int,
+        trial: int,
+        attempt: int,
+        reason: str,
+        turns: int,
+        tokens: int,
+        input_tokens: int,
+        output_tokens: int,
+        cost_micros: int | None,
+        duration_ms: int,
+        detail: str | None,
+    ) -> None:
+        self.agents.ended(index, trial, reason)
+
+    @event("VerifierFinished")
+    def _verifier_finished(
+        self,
+        task_id: str,
+        index: int,
+        trial: int,
+        attempt: int,
+        reward: float | None,
+        metadata: dict[str, Any],
+        error_type: str | None,
+        detail: str | None,
+        duration_ms: int,
+    ) -> None:
+        self.agents.verified(index, trial, reward, error_type)
 
     # -- sandboxes ----------------------------------------------------------------
     @event("SandboxCreated")
     def sandbox_created(
         self, sandbox_id: str, backend: str, metadata: dict[str, Any], owner: str | None = None
     ) -> None:
-        self.open_sandboxes[sandbox_id] = backend
-        if owner:
-            self._sandbox_owners = {**self.sandbox_owners, sandbox_id: owner}
+        self.sandboxes.created(sandbox_id, backend, owner)
+
+    @property
+    def open_sandboxes(self) -> dict[str, str]:
+        """sandbox id -> backend of each sandbox not yet killed or lost."""
+        return self.sandboxes.open
 
     @property
     def sandbox_owners(self) -> dict[str, str]:
         """sandbox id -> the sandbox-manager copy that holds it (recorded since owners were)."""
-        found: dict[str, str] = getattr(self, "_sandbox_owners", {})
-        return found
+        return self.sandboxes.owners
 
     @event("SandboxLost")
     def sandbox_lost(self, sandbox_id: str, reason: str) -> None:
         """The sandbox went with the copy that held it: nothing killed it, nothing bills it here."""
-        self.open_sandboxes.pop(sandbox_id, None)
+        self.sandboxes.closed(sandbox_id)
 
     @event("SandboxKilled")
     def sandbox_killed(
@@ -353,13 +464,24 @@ class Run(Aggregate):
         cost_micros: int,
         metadata: dict[str, Any],
     ) -> None:
-        self.open_sandboxes.pop(sandbox_id, None)
+        self.sandboxes.closed(sandbox_id)
 
     # -- artifacts ----------------------------------------------------------------
     # Each takes ``inherited_from``: a replay or fork copies its parent's artifacts
     # into its own log under the same type, so its fingerprint covers them alike.
-    def _artifact(self, event_type: str, data: dict[str, Any]) -> None:
-        self.artifacts.append([event_type, load_bearing(event_type, data)])
+    @property
+    def dataset(self) -> dict[str, Any]:
+        """The fetched dataset: source, content hash, size, where its rows are kept."""
+        return self.artifacts.dataset
+
+    @property
+    def scorer(self) -> dict[str, Any] | None:
+        """The scorer the run uses: impl_id, impl_sha256, code (None before Setup)."""
+        return self.artifacts.scorer
+
+    def latest_snapshot(self) -> str | None:
+        """The snapshot of the furthest phase on record: what a new work sandbox restores."""
+        return self.artifacts.latest_snapshot()
 
     @event("FetchArtifact")
     def fetch_done(
@@ -371,14 +493,7 @@ class Run(Aggregate):
         object_name: str | None,
         inherited_from: str | None = None,
     ) -> None:
-        self.dataset = {
-            "source": source,
-            "content_sha256": content_sha256,
-            "total_tasks": total_tasks,
-            "bucket": bucket,
-            "object_name": object_name,
-        }
-        self._artifact("FetchArtifact", {"source": source, "content_sha256": content_sha256})
+        self.artifacts.fetched(source, content_sha256, total_tasks, bucket, object_name)
 
     @event("AnalyzeArtifact")
     def analyze_done(
@@ -392,14 +507,7 @@ class Run(Aggregate):
         evidence: list[str],
         inherited_from: str | None = None,
     ) -> None:
-        self.analysis = {
-            "kind": kind,
-            "schema": schema,
-            "fields": fields,
-            "candidates": candidates,
-            "evidence": evidence,
-        }
-        self._artifact("AnalyzeArtifact", {"schema_sha256": schema_sha256, "subsets": subsets})
+        self.artifacts.analyzed(kind, schema, schema_sha256, subsets, fields, candidates, evidence)
 
     @event("SyntheticSubsetCreated")
     def synthetic_subset(
@@ -423,19 +531,9 @@ class Run(Aggregate):
         selection: dict[str, Any],
         inherited_from: str | None = None,
     ) -> None:
-        self.selected_tasks = selected_tasks
-        self.selection = selection
-        self.dataset.setdefault("total_tasks", total_tasks)
-        self.dataset.setdefault("content_sha256", content_sha256)
         self.benchmark_id, self.subset_id = benchmark_id, subset_id
-        self._artifact(
-            "DatasetTasksArtifact",
-            {
-                "benchmark_id": benchmark_id,
-                "subset_id": subset_id,
-                "content_sha256": content_sha256,
-                "selection": selection,
-            },
+        self.artifacts.tasks_selected(
+            benchmark_id, subset_id, total_tasks, selected_tasks, content_sha256, selection
         )
 
     @event("SetupArtifact")
@@ -448,8 +546,8 @@ class Run(Aggregate):
     ) -> None:
         if impl_id is not None:
             self.impl_id = impl_id
-            self.scorer = {"impl_id": impl_id, "impl_sha256": impl_sha256, "code": code}
-        self._artifact("SetupArtifact", {"impl_id": impl_id, "impl_sha256": impl_sha256})
+            self.artifacts.scorer_chosen(impl_id, impl_sha256, code)
+        self.artifacts.add("SetupArtifact", {"impl_id": impl_id, "impl_sha256": impl_sha256})
 
     @event("AtomizeArtifact")
     def atomize_done(
@@ -464,8 +562,8 @@ class Run(Aggregate):
         inherited_from: str | None = None,
     ) -> None:
         self.impl_id = impl_id
-        self.scorer = {"impl_id": impl_id, "impl_sha256": impl_sha256, "code": code}
-        self._artifact("AtomizeArtifact", {"impl_id": impl_id})
+        self.artifacts.scorer_chosen(impl_id, impl_sha256, code)
+        self.artifacts.add("AtomizeArtifact", {"impl_id": impl_id})
 
     @event("ModelProxyArtifact")
     def model_proxy(
@@ -475,17 +573,14 @@ class Run(Aggregate):
         proxy_url: str | None,
         inherited_from: str | None = None,
     ) -> None:
-        self._artifact(
-            "ModelProxyArtifact", {"model_id": model_id, "litellm_config_yaml": litellm_config_yaml}
-        )
-        self.model_config_sha256 = sha256_hex(f"{model_id}\x1e{litellm_config_yaml}")
+        self.artifacts.model_configured(model_id, litellm_config_yaml)
 
     @event("PhaseFingerprint")
     def phase_fingerprint(
         self, phase: str, fingerprint: str, cache_hit: bool, source_run_id: str | None
     ) -> None:
         """The hash of a phase's inputs; with ``cache_hit`` its work was copied, not done."""
-        self.phase_fingerprints[phase] = fingerprint
+        self.artifacts.phase_fingerprints[phase] = fingerprint
 
     @event("HarnessLogArtifact")
     def harness_log(
@@ -499,7 +594,7 @@ class Run(Aggregate):
     ) -> None:
         """A log the harness wrote: kept, downloadable, outside the fingerprint (it
         holds timestamps; the task results it reports are what the run is)."""
-        self.harness_logs.append((name, sha256))
+        self.artifacts.harness_logs.append([name, sha256])
 
     @event("SnapshotCreated")
     def snapshot_created(
@@ -510,37 +605,14 @@ class Run(Aggregate):
         size_bytes: int,
         inherited_from: str | None = None,
     ) -> None:
-        self.snapshots[phase] = snapshot_id
-
-    def latest_snapshot(self) -> str | None:
-        """The snapshot of the furthest phase on record: what a new work sandbox restores."""
-        for phase in reversed(SNAPSHOT_PHASES):
-            if phase in self.snapshots:
-                return self.snapshots[phase]
-        return None
+        self.artifacts.snapshots[phase] = snapshot_id
 
     # -- results ------------------------------------------------------------------
-    # The sweep's rules live here, not in the pipeline: which (task, trial) pairs are
-    # settled, which are still to send, and when a task's trials add up. A resumed or
-    # recovered sweep asks the aggregate, so nothing is held twice.
+    # The sweep's rules are ``TrialSweep``'s; the run records what it decides.
     @property
     def trials_k(self) -> int:
-        return int(self.trials["plan"]["k"])
-
-    def selected(self) -> list[int]:
-        """The task indices the run sweeps, in order."""
-        if self.selection is None:
-            raise NoSelectionError("no tasks were selected for this run")
-        total = int(self.dataset.get("total_tasks") or self.selected_tasks or 0)
-        return selected_indices(self.selection, total)
-
-    def settled(self, index: int, trial: int) -> bool:
-        """Whether this sweep has a result for ``(index, trial)`` (scored, or err)."""
-        return str(index) in self.aggregated or str(trial) in self.trial_results.get(str(index), {})
-
-    def unsent(self, indices: Iterable[int]) -> list[tuple[int, int]]:
-        """The (index, trial) pairs of ``indices`` without a result in this sweep."""
-        return [(i, t) for i in indices for t in range(self.trials_k) if not self.settled(i, t)]
+        """Trials per task."""
+        return self.sweep.k
 
     def record_results(self, results: Iterable[TaskOutcome], invocation: int) -> int:
         """Record each (task, trial) once; aggregate a task once its k trials are in.
@@ -548,85 +620,26 @@ class Run(Aggregate):
         A result of another sweep (an earlier Materialize) or one already on record
         (a redelivered or late batch) is dropped. Returns how many were new.
         """
-        if invocation != self.invocations.get("materialize"):
-            return 0
         recorded = 0
         for r in results:
-            if self.settled(r.index, r.trial) or not 0 <= r.trial < self.trials_k:
+            if not self.sweep.takes(r.index, r.trial, invocation):
                 continue
-            error_type = r.error_type
-            if error_type == "timeout":
-                error_type = "limit_exceeded:task.duration"
-            self.task_result(
-                task_id=r.task_id,
-                index=r.index,
-                invocation=invocation,
-                trial=r.trial,
-                score=r.score,
-                score_meta=r.score_meta,
-                outcome=r.outcome,
-                output=r.output,
-                error_type=error_type,
-                error=r.error,
-                duration_ms=r.duration_ms,
-                cost_micros=r.cost_micros,
-                prompt_tokens=r.prompt_tokens,
-                completion_tokens=r.completion_tokens,
-                calls=r.calls,
-                cached_calls=r.cached_calls,
-            )
+            self.task_result(invocation=invocation, **trial_fields(r))
             recorded += 1
-            trials = self.trial_results[str(r.index)]
-            if len(trials) < self.trials_k:
-                continue
-            ordered = [trials[t] for t in sorted(trials, key=int)]
-            score, outcome = aggregate(self.trials["aggregator"], [(v[0], v[1]) for v in ordered])
-            self.task_aggregated(
-                task_id=r.task_id,
-                index=r.index,
-                invocation=invocation,
-                score=score,
-                outcome=outcome,
-                trial_scores=[v[0] for v in ordered],
-                aggregator=self.trials["aggregator"]["name"],
-                infra=outcome == "err" and any(is_infra_error(_error_type(v)) for v in ordered),
-                group=r.group,
-                **_spend(ordered),
-            )
+            verdict = self.sweep.verdict(r.index)
+            if verdict is not None:
+                self.task_aggregated(
+                    task_id=r.task_id,
+                    index=r.index,
+                    invocation=invocation,
+                    group=r.group,
+                    **verdict,
+                )
         return recorded
 
-    def outcomes(self) -> list[Settled]:
-        """Every aggregated task of this sweep, as its summary needs it.
-
-        A task's duration is its slowest trial: the trials ran side by side.
-        """
-        infra = self.infra_errored
-        detail: dict[str, list[Any]] = getattr(self, "_aggregated_detail", {})  # older: none
-        settled = []
-        for index, outcome in self.aggregated.items():
-            score, group, trial_scores = detail.get(index, (None, None, []))
-            trials = self.trial_results.get(index, {}).values()
-            settled.append(
-                Settled(
-                    outcome=outcome,
-                    duration_ms=max((int(v[2]) for v in trials), default=0),
-                    infra=index in infra,
-                    score=score,
-                    group=group,
-                    trial_scores=tuple(trial_scores),
-                    task_index=int(index),
-                )
-            )
-        return settled
-
     def summary(self) -> dict[str, Any]:
-        return summarize(self.outcomes())
-
-    @property
-    def infra_errored(self) -> set[str]:
-        """Indices whose task ended ``err`` because of the platform, not the model or scorer."""
-        found: dict[str, bool] = getattr(self, "_infra_errored", {})  # older snapshots: none
-        return set(found)
+        """The current sweep's summary."""
+        return self.sweep.summary()
 
     @event("MaterializeTaskResult")
     def task_result(
@@ -648,15 +661,11 @@ class Run(Aggregate):
         calls: int | None = None,
         cached_calls: int | None = None,
     ) -> None:
-        self.results_recorded += 1
-        if invocation != self.invocations.get("materialize"):
-            return
-        trials = self.trial_results.setdefault(str(index), {})
-        # The spend only when the proxy metered the trial: most logs have none to keep.
-        spend = (
-            [] if cost_micros is None else [cost_micros, prompt_tokens, completion_tokens, calls]
+        metered = (cost_micros, prompt_tokens, completion_tokens, calls)
+        spend = dict(zip(SPEND_FIELDS, metered, strict=True))
+        self.sweep.record_trial(
+            index, invocation, trial, score, score_meta, duration_ms, error_type, spend
         )
-        trials[str(trial)] = [score, score_meta, duration_ms, error_type, *spend]
 
     @event("MaterializeTaskAggregated")
     def task_aggregated(
@@ -675,24 +684,14 @@ class Run(Aggregate):
         completion_tokens: int | None = None,
         calls: int | None = None,
     ) -> None:
-        if invocation == self.invocations.get("materialize"):
-            self.aggregated[str(index)] = outcome
-            # Kept beside ``aggregated`` (whose shape older snapshots fix) for the
-            # summary's intervals.
-            detail = self.__dict__.setdefault("_aggregated_detail", {})
-            detail[str(index)] = [score, group, list(trial_scores)]
-            if infra:
-                self._infra_errored = {**getattr(self, "_infra_errored", {}), str(index): True}
-
-    @property
-    def visibility(self) -> str:
-        found: str = getattr(self, "_visibility", "private")  # older runs: private
-        return found
+        self.sweep.record_aggregate(
+            index, invocation, score, outcome, list(trial_scores), group, infra
+        )
 
     def update(self, visibility: str | None, metadata: dict[str, Any] | None, by: str) -> None:
         """Change who sees the run and/or merge ``metadata`` (a None value removes a key)."""
         if visibility == "public":
-            problem = publish_problem(self.status, self.benchmark_id)
+            problem = publish_problem(self.lifecycle.status, self.benchmark_id)
             if problem:
                 raise RunNotPublishableError(problem)
         if visibility == self.visibility:
@@ -706,8 +705,8 @@ class Run(Aggregate):
         self, visibility: str | None, metadata: dict[str, Any] | None, updated_by: str
     ) -> None:
         if visibility is not None:
-            self._visibility = visibility
-        merged = dict(getattr(self, "metadata", {}))
+            self.visibility = visibility
+        merged = dict(self.metadata)
         for key, value in (metadata or {}).items():
             if value is None:
                 merged.pop(key, None)
@@ -726,21 +725,3 @@ class Run(Aggregate):
     @event("ReportFile")
     def report_file(self, name: str, media_type: str, content: str, sha256: str) -> None:
         pass
-
-
-def _error_type(trial: list[Any]) -> str | None:
-    """A stored trial's error type (logs written before it was kept have none)."""
-    return trial[3] if len(trial) > 3 else None
-
-
-SPEND_FIELDS = ("cost_micros", "prompt_tokens", "completion_tokens", "calls")
-
-
-def _spend(trials: list[list[Any]]) -> dict[str, int | None]:
-    """A task's model spend: the sum over its trials of what each recorded (a trial
-    list holds it from its fifth item on; older ones do not). None when no trial was
-    metered."""
-    metered = [t[4:8] for t in trials if len(t) >= 8 and t[4] is not None]
-    if not metered:
-        return dict.fromkeys(SPEND_FIELDS)
-    return {name: sum(int(m[i] or 0) for m in metered) for i, name in enumerate(SPEND_FIELDS)}

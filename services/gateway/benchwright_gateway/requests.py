@@ -13,8 +13,8 @@ from pydantic import (
     model_validator,
 )
 
-from benchwright_gateway.api.harness import OWN as OWN_HARNESS
-from benchwright_gateway.api.harness import check_harness
+from benchwright_gateway.harness import OWN as OWN_HARNESS
+from benchwright_gateway.harness import check_harness
 from benchwright_shared.contracts import Compute, Visibility
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 

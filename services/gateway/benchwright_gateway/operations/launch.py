@@ -1,0 +1,317 @@
+"""Launching runs: a launch body checked, resolved into one ``LaunchRun`` and sent,
+at most once per idempotency key.
+
+The gateway checks what it can answer itself (one launch mode, the fields that
+mode takes, the caller's parent run, a replay slice naming real tasks, the money
+where billing is enforced) and sends one command to the orchestrator; everything
+else happens in the run's pipeline and shows in its log. A pinned launch and an
+``inspect_evals`` task are resolved by the registry here, so a typo is a 404 now.
+"""
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from benchwright_gateway.domain import body_fingerprint
+from benchwright_gateway.harness import inspect_launch
+from benchwright_gateway.operations import key_reused, raise_for
+from benchwright_gateway.operations.funds import check_funds
+from benchwright_gateway.operations.replay import replay_command
+from benchwright_gateway.operations.runs import owned_run
+from benchwright_gateway.ports import LaunchPorts, Registry, RunRow
+from benchwright_gateway.requests import ForkRequest, LaunchRequest, SutIn
+from benchwright_shared.api.launch import Run
+from benchwright_shared.contracts import BenchmarkResolution, LaunchRun, ResolveBenchmark, SutRef
+from benchwright_shared.ids import new_run_id
+from benchwright_shared.refusal import Refused
+from benchwright_shared.scoring import DEFAULT_TRIALS
+
+MODES = ("request", "benchmark", "replay")
+# What a replay leaves to its parent: no Driver decides anything in it.
+NOT_IN_A_REPLAY = ("hints", "phase_models")
+
+# The command for a run id: a checked launch, resolved once the id is known.
+Start = Callable[[str], Awaitable[LaunchRun]]
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A launch's answer: the run, and whether an earlier launch with the same
+    idempotency key made it (answered 200, not 201)."""
+
+    run: Run
+    repeated: bool = False
+
+
+async def launch(
+    ports: LaunchPorts, account: str, body: LaunchRequest, key: str | None
+) -> Launched:
+    """Launch ``body`` for ``account``, once per idempotency ``key``."""
+    start = checked_launch(ports, account, body, key)
+    return await once(ports, account, key, body.model_dump(mode="json"), start)
+
+
+async def fork(
+    ports: LaunchPorts, account: str, run_id: str, body: ForkRequest, key: str | None
+) -> Launched:
+    """Rewind the caller's run to ``from_phase`` and carry on with ``description`` as
+    guidance, in a new run; the body's key stands in for a missing header."""
+    parent = await owned_run(ports, account, run_id)
+    key = key or body.idempotency_key
+
+    async def start(child_id: str) -> LaunchRun:
+        return LaunchRun(
+            command_id=f"launch:{child_id}",
+            run_id=child_id,
+            account=account,
+            mode="fork",
+            parent_run_id=run_id,
+            fork={"description": body.description, "from_phase": body.from_phase},
+            sut=_sut(body.sut),
+            driver=body.driver or parent.get("driver"),
+            compute=body.compute,
+            limits=body.limits or json.loads(parent.get("limits") or "{}"),
+            metadata=json.loads(parent.get("metadata") or "{}"),
+            idempotency_key=key,
+            requested_at=datetime.now(UTC),
+        )
+
+    payload = {"fork_of": run_id, **body.model_dump(mode="json", exclude={"idempotency_key"})}
+    return await once(ports, account, key, payload, start)
+
+
+async def estimate_command(ports: LaunchPorts, account: str, body: LaunchRequest) -> LaunchRun:
+    """The command ``body`` would launch, checked and resolved as a launch is; nothing
+    is sent, and no run id is taken."""
+    return await checked_launch(ports, account, body, None)(f"estimate:{uuid.uuid4()}")
+
+
+async def once(
+    ports: LaunchPorts, account: str, key: str | None, body: dict[str, Any], start: Start
+) -> Launched:
+    """Launch at most once per idempotency key: a repeat answers the first run."""
+    fingerprint = body_fingerprint(body)
+    if key:
+        earlier = await ports.find_launch(account, key)
+        if earlier is not None:
+            return await _repeat(ports, earlier.run_id, earlier.body_sha256, fingerprint)
+    await check_funds(ports, account)
+    run_id = new_run_id()
+    command = await start(run_id)
+    if key:
+        record = await ports.remember_launch(account, key, fingerprint, run_id)
+        if record.run_id != run_id:  # lost a race with an identical request
+            return await _repeat(ports, record.run_id, record.body_sha256, fingerprint)
+    await ports.send(command)
+    row = await ports.wait_for_run(run_id)
+    return Launched(await ports.show(row or placeholder(command)))
+
+
+async def _repeat(ports: LaunchPorts, run_id: str, stored: str, fingerprint: str) -> Launched:
+    if stored != fingerprint:
+        raise key_reused()
+    row = await ports.run(run_id)
+    if row is None:  # launched, not read yet
+        return Launched(
+            Run(id=run_id, object="run", status="running", display_status="running"), True
+        )
+    return Launched(await ports.show(row), True)
+
+
+def check_modes(body: LaunchRequest) -> None:
+    """Refuse a body that names no launch mode or several, or fields its mode does not take."""
+    modes = [m for m in MODES if getattr(body, m) is not None]
+    if body.bridged():
+        _check_bridged(body, modes)
+    if len(modes) > 1:
+        raise Refused(
+            400,
+            "conflicting launch modes",
+            f"send one of 'request', 'benchmark' or 'replay', not {' and '.join(modes)}",
+            field=modes[0] if modes[0] != "benchmark" else modes[1],
+            code="invalid_argument",
+        )
+    if not modes and not body.bridged():
+        raise Refused(
+            400,
+            "nothing to run",
+            "send 'request' (natural language), 'benchmark' (pinned) or 'replay'",
+            field="request",
+            code="invalid_argument",
+        )
+    if body.benchmark is None and (body.subset or body.impl):
+        field = "subset" if body.subset else "impl"
+        raise Refused(400, f"'{field}' needs 'benchmark'", field=field)
+    if body.benchmark is not None and body.sut is None:
+        raise Refused(400, "a pinned launch needs 'sut'", field="sut")
+    for name in NOT_IN_A_REPLAY:
+        if body.replay is not None and getattr(body, name) is not None:
+            raise Refused(
+                400,
+                f"a replay takes no '{name}'",
+                "a replay runs its parent's scorer: no Driver decides anything in it",
+                field=name,
+            )
+    if body.phase_models and body.driver == "builtin":
+        raise Refused(
+            400,
+            "the builtin Driver has no model",
+            "phase_models applies to the LLM Driver ('litellm' or '<provider>://<model>')",
+            field="phase_models",
+        )
+
+
+def _check_bridged(body: LaunchRequest, modes: list[str]) -> None:
+    """A harness run names its task, not a benchmark or a parent, and needs a model."""
+    if "benchmark" in modes or "replay" in modes:
+        field = "benchmark" if "benchmark" in modes else "replay"
+        raise Refused(
+            400,
+            f"a {body.harness} run takes no '{field}'",
+            f"the {body.harness} harness runs the task named in metadata.{body.harness}_harness",
+            field=field,
+        )
+    inspect_launch(body.metadata.model_dump(exclude_none=True))  # refused here, not later
+    if body.sut is None:
+        raise Refused(400, f"a {body.harness} run needs 'sut'", field="sut")
+
+
+def checked_launch(ports: LaunchPorts, account: str, body: LaunchRequest, key: str | None) -> Start:
+    """Check a launch body now; the function that resolves it into the command for a
+    run id (after the idempotency and funds checks)."""
+    check_modes(body)
+
+    async def start(run_id: str) -> LaunchRun:
+        # The account's defaults fill what the body leaves out; a replay keeps
+        # its parent's choices instead.
+        defaults = {} if body.replay else await ports.defaults(account)
+        common: dict[str, Any] = {
+            "command_id": f"launch:{run_id}",
+            "run_id": run_id,
+            "account": account,
+            "sut": _sut(body.sut),
+            "limit": body.task_cap(),
+            "trials": body.trials.model_dump() if body.trials else dict(DEFAULT_TRIALS),
+            "metadata": body.metadata.model_dump(exclude_none=True),
+            "idempotency_key": key,
+            "requested_at": datetime.now(UTC),
+            "driver": body.driver or defaults.get("default_driver"),
+            "compute": body.compute or defaults.get("default_compute"),
+            "limits": body.ceilings() or defaults.get("default_limits") or {},
+            "hints": body.hint_list(),
+            "phase_models": body.phase_models or {},
+            "cache": body.cache_setting(),
+            "telemetry": body.telemetry_setting(),
+        }
+        if body.bridged():
+            return await bridged_command(ports, account, body, common)
+        if body.request is not None:
+            return LaunchRun(mode="natural_language", request=body.request, **common)
+        if body.replay is not None:
+            return await replay_command(ports, account, body.replay, common)
+        return await pinned_command(ports, account, body, common)
+
+    return start
+
+
+async def resolve(
+    registry: Registry, account: str, benchmark: str, subset: str | None, impl: str | None
+) -> BenchmarkResolution:
+    """The registry's benchmark, subset and impl for what a launch names; its refusal
+    (a 404 naming the field) otherwise."""
+    resolution = await registry.resolve(
+        ResolveBenchmark(account=account, benchmark=benchmark, subset=subset, impl=impl)
+    )
+    raise_for(resolution.problem, code="not_found")
+    assert resolution.benchmark_id and resolution.subset_id and resolution.subset_slug
+    return resolution
+
+
+async def pinned_command(
+    registry: Registry, account: str, body: LaunchRequest, common: dict[str, Any]
+) -> LaunchRun:
+    """A pinned run: the benchmark, subset and impl the registry resolves. The
+    subset's default trials stand in for none asked, and a built subset's task
+    timeout bounds each task unless the launch's limit is narrower."""
+    assert body.benchmark is not None
+    resolution = await resolve(registry, account, body.benchmark, body.subset, body.impl)
+    if body.trials is None and resolution.default_trials:
+        common = {**common, "trials": resolution.default_trials}
+    if resolution.task_timeout_s:
+        limits = {level: dict(q) for level, q in common["limits"].items()}
+        task = limits.setdefault("task", {})
+        task["duration"] = min(resolution.task_timeout_s, task.get("duration", float("inf")))
+        common = {**common, "limits": limits}
+    return LaunchRun(
+        mode="pinned",
+        benchmark_id=resolution.benchmark_id,
+        benchmark_name=resolution.benchmark_name or body.benchmark,
+        subset_id=resolution.subset_id,
+        subset_slug=resolution.subset_slug,
+        impl_id=resolution.impl_id,
+        **common,
+    )
+
+
+async def bridged_command(
+    registry: Registry, account: str, body: LaunchRequest, common: dict[str, Any]
+) -> LaunchRun:
+    """An Inspect run: its task is the benchmark. A team's task file brings its own
+    data (no Find, no registry pin); an inspect_evals task is fed a catalog subset."""
+    harness, metadata = inspect_launch(common["metadata"])
+    common = common | {"metadata": metadata}
+    task = metadata["inspect_harness"]["task"]
+    catalog = harness.pop("catalog", None)
+    if catalog is None:
+        return LaunchRun(
+            mode="natural_language",
+            request=body.request or f"Inspect task {task}",
+            benchmark_name=f"inspect:{task}",
+            harness=harness,
+            **common,
+        )
+    found = await resolve(registry, account, catalog["benchmark"], catalog["subset"], None)
+    return LaunchRun(
+        mode="pinned",
+        request=body.request,
+        benchmark_id=found.benchmark_id,
+        benchmark_name=found.benchmark_name or catalog["benchmark"],
+        subset_id=found.subset_id,
+        subset_slug=found.subset_slug,
+        harness=harness,
+        **common,
+    )
+
+
+def placeholder(command: LaunchRun) -> RunRow:
+    """The row a launched run will have, for an answer before the view shows it."""
+    return {
+        "run_id": command.run_id,
+        "account": command.account,
+        "status": "running",
+        "phase": None,
+        "benchmark_id": command.benchmark_id,
+        "benchmark_name": command.benchmark_name,
+        "subset_id": command.subset_id,
+        "subset_slug": command.subset_slug,
+        "impl_id": command.impl_id,
+        "model": command.sut.model_dump_json() if command.sut else None,
+        "metadata": json.dumps(command.metadata),
+        "created_at": command.requested_at.isoformat(),
+        "mode": command.mode,
+        "request": command.request,
+        "parent_run_id": command.parent_run_id,
+    }
+
+
+def _sut(body: SutIn | None) -> SutRef | None:
+    if body is None:
+        return None
+    return SutRef(
+        model=body.model,
+        provider=body.provider,
+        api_base=str(body.api_base) if body.api_base else None,
+    )

@@ -1,0 +1,71 @@
+"""Agentic tasks in Harbor's format: the pure core every service shares, no I/O.
+
+    files {path: content}  --load_dataset-->  AgenticDataset {name: AgenticTask}
+    AgenticTask            --environment_plan-->  EnvironmentPlan   (local backend)
+                           --kubernetes_image-->  image reference   (Kubernetes)
+    task.toml network      --network_allowed / host_allowed-->  what the sandbox may reach
+    /logs/verifier/reward.{json,txt}  --parse_reward-->  Reward | VerifierError
+
+A malformed dataset or an environment the backend cannot make is a ``Refused``
+naming the launch field at fault; a verifier that wrote no usable reward is a
+``VerifierError``, distinct from a reward of 0.
+"""
+
+from benchwright_shared.agentic.config import (
+    NetworkMode,
+    NetworkPolicy,
+    TaskConfig,
+    host_allowed,
+    network_allowed,
+)
+from benchwright_shared.agentic.dataset import (
+    DEFAULT_LIMITS,
+    MAX_DATASET_BYTES,
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    MAX_TASKS,
+    AgenticDataset,
+    AgenticTask,
+    DatasetLimits,
+    load_dataset,
+)
+from benchwright_shared.agentic.dockerfile import DockerfileError, parse_dockerfile
+from benchwright_shared.agentic.environment import (
+    EnvironmentPlan,
+    environment_plan,
+    kubernetes_image,
+)
+from benchwright_shared.agentic.reward import (
+    REWARD_JSON_PATH,
+    REWARD_TEXT_PATH,
+    Reward,
+    VerifierError,
+    parse_reward,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_DATASET_BYTES",
+    "MAX_FILES",
+    "MAX_FILE_BYTES",
+    "MAX_TASKS",
+    "REWARD_JSON_PATH",
+    "REWARD_TEXT_PATH",
+    "AgenticDataset",
+    "AgenticTask",
+    "DatasetLimits",
+    "DockerfileError",
+    "EnvironmentPlan",
+    "NetworkMode",
+    "NetworkPolicy",
+    "Reward",
+    "TaskConfig",
+    "VerifierError",
+    "environment_plan",
+    "host_allowed",
+    "kubernetes_image",
+    "load_dataset",
+    "network_allowed",
+    "parse_dockerfile",
+    "parse_reward",
+]

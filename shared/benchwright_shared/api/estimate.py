@@ -1,0 +1,42 @@
+"""The answer of ``POST /v1/runs/estimate``: what a launch would cost, as ranges."""
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from benchwright_shared.api.launch import Money
+from benchwright_shared.contracts.run_events import SutRef
+
+
+class CountRange(BaseModel):
+    """A count bounded below and above, with the figure expected."""
+
+    low: int
+    expected: int
+    high: int
+
+
+class CostRange(BaseModel):
+    """The cost, bounded below and above, with the figure expected."""
+
+    low: Money
+    expected: Money
+    high: Money
+
+
+class RunEstimate(BaseModel):
+    """The model calls, tokens and spend a launch would take; nothing is launched."""
+
+    object: Literal["run_estimate"] = "run_estimate"
+    tasks: int
+    trials: int
+    model: SutRef
+    calls: CountRange
+    prompt_tokens: CountRange
+    completion_tokens: CountRange
+    cost: CostRange
+    # ``operator`` (the deployment's prices), ``provider`` or ``unpriced`` (all zero).
+    priced_by: str
+    # How the figures were reached, a line a step.
+    derivation: list[str]
+    excludes: str
