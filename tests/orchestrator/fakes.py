@@ -182,6 +182,26 @@ class FakeWorkspace:
     async def create_task_sandbox(self, files: list[SandboxFile], snapshot: str | None) -> str:
         return await self._new("task")
 
+    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
+        return await self._new("task")
+
+    async def exec_in(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        files: list[SandboxFile] | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 120.0,
+        network: bool = False,
+    ) -> SandboxExecFinished:
+        self.execs.append(argv)
+        return SandboxExecFinished(
+            command_id="c", run_id=self.run.run_id, sandbox_id=sandbox_id, exit_code=0, stdout="ok"
+        )
+
     async def install_scorer(self) -> None:
         return None
 

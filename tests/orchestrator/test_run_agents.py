@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchwright_orchestrator.adapters.trajectory import RunTrajectory
+from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_orchestrator.agents.loop import AgentLimits, AttemptRef, run_agent
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import (
@@ -136,12 +136,21 @@ def test_steps_the_attempt_does_not_allow_are_refused() -> None:
         run.record_agent_event(turn(2))
     with pytest.raises(AgentAttemptRefusedError, match="ended"):
         run.record_agent_event(ended())
-    with pytest.raises(AgentAttemptRefusedError, match=r"decided \(done\)"):
-        run.record_agent_event(started(2))  # only a crash reruns a trial
     record(run, verdict(reward=None))
     assert run.agents.is_error(0, 1)  # no reward: an error, not a 0
     with pytest.raises(AgentAttemptRefusedError, match="verified already"):
         run.record_agent_event(verdict())
+    with pytest.raises(AgentAttemptRefusedError, match=r"decided \(done\)"):
+        run.record_agent_event(started(2))  # a verdict decides the trial
+
+
+def test_an_attempt_that_ended_but_was_never_verified_reruns() -> None:
+    # The orchestrator died between the agent's end and the verifier: the sandbox the
+    # agent left went with it, so the trial starts again from the task's initial state.
+    run = new_run()
+    record(run, started(1), turn(1), ended(1))
+    assert record(run, started(2)) == [True]
+    assert run.agents.attempt(0, 1)["ended"] is None  # type: ignore[index]
 
 
 def test_a_finished_run_takes_no_agent_step() -> None:

@@ -135,6 +135,27 @@ class Workspace(Protocol):
         """A fanout task sandbox from ``snapshot`` (or the dataset) with ``files`` on top."""
         ...
 
+    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
+        """A task sandbox for an agent: nothing but ``files`` (absolute paths, each under
+        one of ``dirs``, the writable places the task's scripts name)."""
+        ...
+
+    async def exec_in(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        files: list[SandboxFile] | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 120.0,
+        network: bool = False,
+    ) -> SandboxExecFinished:
+        """Run ``argv`` in a sandbox of the run's (after writing ``files``); ``network``:
+        through the run's egress injector (its host policy), else no way out."""
+        ...
+
     async def install_scorer(self) -> None: ...
 
     async def exec(

@@ -197,7 +197,12 @@ class NatsWorkspace:
         return reply.sandbox_id
 
     def _create_command(
-        self, role: str, files: list[SandboxFile], from_snapshot: str | None
+        self,
+        role: str,
+        files: list[SandboxFile],
+        from_snapshot: str | None,
+        *,
+        dirs: list[str] | None = None,
     ) -> CreateSandbox:
         return CreateSandbox(
             command_id=command_id(),
@@ -207,6 +212,7 @@ class NatsWorkspace:
             backend=self.run.backend,
             files=files,
             from_snapshot=from_snapshot,
+            dirs=dirs or [],
         )
 
     async def ensure_sandbox(self) -> str:
@@ -220,6 +226,18 @@ class NatsWorkspace:
 
     async def create_task_sandbox(self, files: list[SandboxFile], snapshot: str | None) -> str:
         return await self._create("task", files, snapshot)
+
+    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
+        reply = await self.request(self._create_command("task", files, None, dirs=dirs))
+        if not isinstance(reply, SandboxCreated):
+            raise PhaseError("sandbox_crash", f"unexpected reply {type(reply).__name__}")
+        self.run.sandbox_created(
+            sandbox_id=reply.sandbox_id,
+            backend=reply.backend,
+            metadata=reply.metadata,
+            owner=reply.owner,
+        )
+        return reply.sandbox_id
 
     async def install_scorer(self) -> None:
         """Write the scorer on record into the live work sandbox, if there is one.
@@ -248,7 +266,7 @@ class NatsWorkspace:
         export: list[str] | None = None,
     ) -> SandboxExecFinished:
         sandbox_id = await self.ensure_sandbox()
-        reply = await self.request(
+        return await self._exec(
             ExecInSandbox(
                 command_id=command_id(),
                 run_id=self.run.run_id,
@@ -260,10 +278,42 @@ class NatsWorkspace:
                 export=export or [],
                 # Before the model is attached there is no run key: no way out at all.
                 egress=self.model.egress if self.model else None,
-            ),
-            timeout=timeout_s + 30,
-            subject=self.subject_for(sandbox_id, "exec", subjects.EXEC_IN_SANDBOX),
-            sandbox_id=sandbox_id,
+            )
+        )
+
+    async def exec_in(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        files: list[SandboxFile] | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 120.0,
+        network: bool = False,
+    ) -> SandboxExecFinished:
+        return await self._exec(
+            ExecInSandbox(
+                command_id=command_id(),
+                run_id=self.run.run_id,
+                sandbox_id=sandbox_id,
+                argv=argv,
+                files=files or [],
+                stdin=stdin,
+                timeout_s=timeout_s,
+                cwd=cwd,
+                env=env or {},
+                egress=self.model.egress if network and self.model else None,
+            )
+        )
+
+    async def _exec(self, command: ExecInSandbox) -> SandboxExecFinished:
+        reply = await self.request(
+            command,
+            timeout=command.timeout_s + 30,
+            subject=self.subject_for(command.sandbox_id, "exec", subjects.EXEC_IN_SANDBOX),
+            sandbox_id=command.sandbox_id,
         )
         assert isinstance(reply, SandboxExecFinished)
         return reply

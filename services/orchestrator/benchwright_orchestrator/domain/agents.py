@@ -8,7 +8,9 @@ of events):
   lost, the orchestrator gone) reruns the trial as attempt + 1, at most
   ``MAX_ATTEMPTS`` in all; a trial whose last allowed attempt crashed is an error.
   The crashed attempt may have ended with ``reason="crashed"`` or not at all (its
-  process died first): the next start supersedes it either way.
+  process died first), or ended but never reached its verifier (whose sandbox went
+  with the crash): the next start supersedes it in every case. Only a verdict
+  decides a trial.
 * An event of an older attempt once a newer one has started is *ignored*, not
   refused: it is a late or redelivered message of work already thrown away, so its
   sender has nothing to fix; the log keeps the current attempt only.
@@ -65,7 +67,7 @@ class Agents:
 
     def check_start(self, index: int, trial: int, attempt: int) -> bool:
         """Whether ``attempt`` may start: True, False for an older or the same one
-        (ignored: a redelivery), or refused."""
+        (ignored: a redelivery), or refused (past the cap, or the trial verified)."""
         current = self.attempt(index, trial)
         number = current["attempt"] if current else 0
         if attempt <= number:
@@ -75,7 +77,7 @@ class Agents:
             raise AgentAttemptRefusedError(f"{where}: attempt {attempt} after {number}")
         if attempt > MAX_ATTEMPTS:
             raise AgentAttemptRefusedError(f"{where}: past the {MAX_ATTEMPTS} attempts allowed")
-        if current and current["ended"] not in (None, CRASHED):
+        if current and current["verified"]:
             raise AgentAttemptRefusedError(f"{where}: decided ({current['ended']})")
         return True
 

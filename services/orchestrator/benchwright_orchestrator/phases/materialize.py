@@ -21,6 +21,7 @@ import contextlib
 
 from benchwright_orchestrator.fanout import explain_materialize_mode
 from benchwright_orchestrator.phases.context import PhaseContext
+from benchwright_orchestrator.phases.harbor import harbor_materialize
 from benchwright_orchestrator.phases.harness import keep_harness_logs
 from benchwright_orchestrator.ports import PhaseError, ResultFeed, SandboxLost, SweepEnded
 from benchwright_shared.contracts import ModelAttached, SandboxFile, TaskOutcome, TaskSpec
@@ -39,6 +40,9 @@ Pair = tuple[int, int]
 
 async def materialize(ctx: PhaseContext) -> None:
     run = ctx.run
+    if run.harness_name == "harbor":
+        await harbor_materialize(ctx)  # an agent per task, each in a sandbox of its own
+        return
     mode, why = explain_materialize_mode(
         backend=run.backend,
         harness=run.harness_name,

@@ -6,6 +6,7 @@ from typing import Any
 from benchwright_orchestrator.driver.base import Analysis
 from benchwright_orchestrator.phases.context import PhaseContext
 from benchwright_orchestrator.phases.discovery import sample
+from benchwright_orchestrator.phases.harbor import harbor_setup
 from benchwright_orchestrator.phases.harness import inspect_setup
 from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.contracts import SandboxFile
@@ -21,6 +22,9 @@ async def setup(ctx: PhaseContext) -> None:
     run = ctx.run
     if run.harness_name == "inspect":
         await inspect_setup(ctx)
+        return
+    if run.harness_name == "harbor":
+        await harbor_setup(ctx)
         return
     code = await ctx.work.scorer_code() if run.impl_id else None
     files = [SandboxFile(path="task_impl.py", content=code)] if code else []

@@ -1,0 +1,487 @@
+"""Harbor runs (``harness: "harbor"``): an agent at each task, in a sandbox of its own,
+then the task's own tests.
+
+Setup reads the dataset the launch carried (the gateway checked every task and its
+environment before the run existed): index ``i`` of the run is the ``i``-th task in
+name order. Materialize runs every unsettled (task, trial) as an *attempt*::
+
+    a fresh sandbox laid out from the task's environment plan (/app, /logs, ...)
+    the agent      benchwright: the tool-calling loop (agents/loop.py), its model
+                   reached through the run's proxy with the run's key;
+                   oracle: solution/solve.sh; nop: nothing
+    the verifier   tests/ copied in only now (the agent never sees them), then
+                   tests/test.sh; /logs/verifier/reward.json|txt is the score
+    one result     pass at reward 1, fail below; err when the verifier gave no reward
+
+Each step is in the run's log before the next begins (``agent_events``). An attempt
+the platform broke (its sandbox lost, the orchestrator restarted mid-attempt) runs
+again from a fresh sandbox as attempt + 1, never from the half-changed one, at most
+``MAX_ATTEMPTS`` times; the trial is then an error. A halt cancels the attempts under
+way at their next await (a model call or a command, each bounded by its timeout) and
+kills their sandboxes.
+
+The verifier runs in the agent's sandbox (Harbor's "shared" mode).
+"""
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from benchwright_orchestrator.agents.loop import AGENT_NAME, AgentLimits, AttemptRef, run_agent
+from benchwright_orchestrator.agents.openai_model import ProxyAgentModel
+from benchwright_orchestrator.agents.ports import Trajectory
+from benchwright_orchestrator.domain.agents import MAX_ATTEMPTS
+from benchwright_orchestrator.phases.context import PhaseContext
+from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
+from benchwright_orchestrator.phases.trajectory import RunTrajectory
+from benchwright_orchestrator.plan import scope_selection, selected_indices
+from benchwright_orchestrator.ports import InfraError, PhaseError
+from benchwright_shared.agentic import (
+    REWARD_JSON_PATH,
+    REWARD_TEXT_PATH,
+    AgenticDataset,
+    AgenticTask,
+    EnvironmentPlan,
+    VerifierError,
+    environment_plan,
+    load_dataset,
+    parse_reward,
+)
+from benchwright_shared.contracts import ModelAttached, SandboxFile, TaskOutcome
+from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
+    AgentAttemptStarted,
+    AgentToolResult,
+    AttemptEndReason,
+    VerifierFinished,
+    cap_text,
+)
+from benchwright_shared.hashing import canonical_json, sha256_hex
+from benchwright_shared.money import dollars_to_micros
+from benchwright_shared.refusal import Refused
+
+__all__ = ["AGENTS", "harbor_materialize", "harbor_setup", "sandbox_dirs"]
+
+AGENTS = (AGENT_NAME, "oracle", "nop")
+# The places Harbor's scripts name, besides the environment's own.
+LOGS_DIR, TESTS_DIR, SOLUTION_DIR = "/logs", "/tests", "/solution"
+AGENT_LOGS, VERIFIER_LOGS = "/logs/agent", "/logs/verifier"
+# A task.toml that gives no agent timeout: how long the oracle's solve.sh may run.
+DEFAULT_AGENT_TIMEOUT_S = 600.0
+# A reward of 1 passes (Harbor's "resolved"); anything less is a fail.
+PASS_REWARD = 1.0
+DEFAULT_LIMITS = AgentLimits()
+# A sandbox asked for while a halt came: how long we wait for it, to kill it.
+CREATE_GRACE_S = 30.0
+
+
+def harbor_dataset(ctx: PhaseContext) -> AgenticDataset:
+    harness = ctx.run.harness or {}
+    try:
+        return load_dataset(
+            harness["files"], dataset=str(harness["dataset"]), only=harness.get("task")
+        )
+    except Refused as exc:  # the gateway checked it: only an older or forged launch
+        raise PhaseError("harness_task_broken", exc.detail or exc.title) from None
+
+
+def _plan(task: AgenticTask) -> EnvironmentPlan:
+    try:
+        return environment_plan(task)
+    except Refused as exc:
+        raise PhaseError("environment_refused", exc.detail or exc.title) from None
+
+
+def sandbox_dirs(plan: EnvironmentPlan) -> list[str]:
+    """The top-level directories a task's sandbox must present, writable: Harbor's own
+    and every one the plan lays a file or directory under."""
+    places = [plan.workdir, *plan.files, *plan.directories]
+    tops = {"/" + p.strip("/").split("/", 1)[0] for p in places if p.strip("/")}
+    return sorted(tops | {LOGS_DIR, TESTS_DIR, SOLUTION_DIR})
+
+
+async def harbor_setup(ctx: PhaseContext) -> None:
+    """Record the dataset's tasks and the selection; no sandbox is needed yet."""
+    run, harness = ctx.run, ctx.run.harness or {}
+    dataset = harbor_dataset(ctx)
+    noted: dict[str, list[str]] = {}
+    for task in dataset.tasks.values():
+        for note in _plan(task).notes:
+            noted.setdefault(note, []).append(task.name)
+    for note, names in noted.items():
+        run.agent_text(phase="setup", text=f"{note} (tasks: {', '.join(names)})")
+    total = len(dataset.tasks)
+    selection = scope_selection({"kind": "all"}, cap=run.limit)
+    run.agent_text(
+        phase="setup",
+        text=f"Harbor dataset {dataset.name}: {total} tasks, agent {harness.get('agent')}",
+    )
+    run.dataset_tasks(
+        benchmark_id=run.benchmark_id or "",
+        subset_id=run.subset_id or "",
+        total_tasks=total,
+        selected_tasks=len(selected_indices(selection, total)),
+        content_sha256=dataset.digest,
+        selection=selection,
+    )
+    # What decides the scores besides the model: the tasks, the agent and its settings.
+    scored_by = {
+        "dataset": dataset.digest,
+        "agent": harness.get("agent"),
+        "agent_args": harness.get("agent_args") or {},
+    }
+    run.setup_done(impl_id=None, impl_sha256=sha256_hex(canonical_json(scored_by)))
+
+
+@dataclass
+class _Harbor:
+    """What every attempt of one Materialize shares."""
+
+    ctx: PhaseContext
+    model: ModelAttached
+    tasks: list[AgenticTask]
+    plans: dict[str, EnvironmentPlan]
+    agent: str
+    agent_args: dict[str, Any]
+    client: httpx.AsyncClient
+    trajectory: Trajectory = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.trajectory = RunTrajectory(self.ctx.run, self.ctx.store)
+
+
+async def harbor_materialize(ctx: PhaseContext) -> None:
+    run, harness = ctx.run, ctx.run.harness or {}
+    dataset = harbor_dataset(ctx)
+    tasks = list(dataset.tasks.values())
+    model = await ctx.work.attach()
+    todo = run.sweep.unsent(run.artifacts.selected())
+    run.agent_text(
+        phase="materialize",
+        text=f"{len(todo)} task trials to run, each in a sandbox of its own",
+    )
+    async with httpx.AsyncClient(timeout=600.0) as client:
+        harbor = _Harbor(
+            ctx,
+            model,
+            tasks,
+            {t.name: _plan(t) for t in tasks},
+            str(harness.get("agent") or AGENT_NAME),
+            dict(harness.get("agent_args") or {}),
+            client,
+        )
+        queue = iter(todo)  # shared by the workers: each trial is taken once
+
+        async def worker() -> None:
+            for index, trial in queue:
+                await _trial(harbor, index, trial)
+
+        limit = ctx.settings.task_concurrency
+        workers = min(limit, model.max_concurrency or limit, len(todo))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+
+
+# -- one trial ------------------------------------------------------------------------
+async def _trial(harbor: _Harbor, index: int, trial: int) -> None:
+    """Attempts at one (task, trial) until one is scored, or none may run any more."""
+    run = harbor.ctx.run
+    task = harbor.tasks[index]
+    # Crashes here, besides those on record: one before the agent started records none.
+    failures = 0
+    while not run.sweep.settled(index, trial):
+        current = run.agents.attempt(index, trial)
+        number = (current["attempt"] if current else 0) + 1
+        if number > MAX_ATTEMPTS or failures >= MAX_ATTEMPTS:
+            detail = f"the platform failed all {MAX_ATTEMPTS} attempts at this trial"
+            await _settle(harbor, _error_row(index, trial, task, "crashed", detail))
+            return
+        ref = AttemptRef(task.name, index, trial, number, harbor.agent, _model_name(run.sut))
+        try:
+            row = await _attempt(harbor, task, ref)
+        except InfraError as exc:  # the sandbox lost, the manager silent: run it again
+            failures += 1
+            await _crashed(harbor, ref, f"{exc.error_type}: {exc.detail}")
+            continue
+        except PhaseError as exc:  # the sandbox refused (isolation, a path): no rerun helps
+            row = _error_row(index, trial, task, exc.error_type, exc.detail)
+        await _settle(harbor, row)
+
+
+def _model_name(sut: dict[str, Any] | None) -> str | None:
+    if not sut or not sut.get("model"):
+        return None
+    return f"{sut['model']}@{sut['provider']}" if sut.get("provider") else str(sut["model"])
+
+
+async def _settle(harbor: _Harbor, row: TaskOutcome) -> None:
+    """Record the trial's row, with the verdict recorded before it, in one save."""
+    run = harbor.ctx.run
+    run.record_results([row], run.progress.invocations["materialize"])
+    await harbor.ctx.save()
+
+
+def _error_row(index: int, trial: int, task: AgenticTask, error_type: str, detail: str) -> TaskOutcome:
+    return TaskOutcome(
+        index=index,
+        trial=trial,
+        task_id=task.name,
+        outcome="err",
+        error_type=error_type,
+        error=detail[:2000],
+    )
+
+
+async def _crashed(harbor: _Harbor, ref: AttemptRef, detail: str) -> None:
+    """Close an attempt the platform broke, so that the next one supersedes it."""
+    run = harbor.ctx.run
+    current = run.agents.attempt(ref.index, ref.trial)
+    if current and current["attempt"] == ref.attempt and current["ended"] is None:
+        await harbor.trajectory.record(
+            AgentAttemptEnded(**_ids(ref), reason="crashed", turns=current["turns"], detail=detail)
+        )
+    run.agent_text(
+        phase="materialize",
+        text=f"task {ref.task_id} trial {ref.trial}: attempt {ref.attempt} crashed ({detail})",
+    )
+    await harbor.ctx.save()
+
+
+def _ids(ref: AttemptRef) -> dict[str, Any]:
+    return {"task_id": ref.task_id, "index": ref.index, "trial": ref.trial, "attempt": ref.attempt}
+
+
+async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskOutcome:
+    plan = harbor.plans[task.name]
+    files = [SandboxFile(path=p, content=c.decode()) for p, c in sorted(plan.files.items())]
+    work = harbor.ctx.work
+    sandbox_id = await _created(work.create_agentic_sandbox(files, sandbox_dirs(plan)))
+    try:
+        network = _network(harbor, task, "agent")
+        box = WorkspaceTaskSandbox(work, sandbox_id, env=dict(plan.env), network=network)
+        made = await box.exec(["mkdir", "-p", *plan.directories, AGENT_LOGS, VERIFIER_LOGS])
+        if made.exit_code != 0:
+            raise PhaseError("environment_refused", f"could not lay out: {made.stderr[-500:]}")
+        await AGENT_RUNNERS[harbor.agent](harbor, task, box, ref)
+        verifier = WorkspaceTaskSandbox(
+            work,
+            sandbox_id,
+            env={**plan.env, **task.config.verifier.env},
+            network=_network(harbor, task, "verifier"),
+        )
+        return await _verify(harbor, task, verifier, ref)
+    finally:
+        await _killed(harbor, sandbox_id)
+
+
+async def _created(starting: Awaitable[str]) -> str:
+    """A new sandbox's id; a cancel (a halt) while it starts still kills it once up."""
+    future = asyncio.ensure_future(starting)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        # Let its creation be recorded: the run's release kills every recorded sandbox.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(future, CREATE_GRACE_S)
+        raise
+
+
+async def _killed(harbor: _Harbor, sandbox_id: str) -> None:
+    """Kill the attempt's sandbox and record it, even when a halt interrupts us."""
+    killing = asyncio.ensure_future(
+        harbor.ctx.work.kill_sandbox(sandbox_id, reason="task_finished")
+    )
+    try:
+        await asyncio.shield(killing)
+    except asyncio.CancelledError:
+        await killing
+        raise
+
+
+def _network(harbor: _Harbor, task: AgenticTask, phase: str) -> bool:
+    """Whether a phase of the task reaches out at all: only a task that asks for the
+    public network gets the run's egress, and there the account's host policy decides
+    each host. An allowlist gets none (the injector knows no per-task list: narrower,
+    never wider)."""
+    policy = task.config.network_policy("agent" if phase == "agent" else "verifier")
+    return policy.network_mode == "public" and harbor.model.egress is not None
+
+
+# -- the agents -----------------------------------------------------------------------
+AgentRunner = Callable[[_Harbor, AgenticTask, WorkspaceTaskSandbox, AttemptRef], Awaitable[None]]
+
+
+async def _own_agent(
+    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+) -> None:
+    args, run = harbor.agent_args, harbor.ctx.run
+    timeouts = [t for t in (args.get("wall_time_s"), task.config.agent.timeout_sec) if t]
+    cost = ((run.limits or {}).get("task") or {}).get("cost")
+    limits = AgentLimits(
+        max_turns=int(args.get("max_turns") or DEFAULT_LIMITS.max_turns),
+        max_tokens=args.get("max_tokens"),
+        wall_time_s=min(float(t) for t in timeouts) if timeouts else None,
+        cost_micros=dollars_to_micros(cost) if cost else None,
+    )
+    model = ProxyAgentModel(
+        harbor.model.proxy_url.rstrip("/") + "/v1",
+        harbor.model.proxy_key,
+        harbor.model.model_id,
+        # The proxy meters and caps each call against its task and trial.
+        {"x-benchwright-task": str(ref.index), "x-benchwright-trial": str(ref.trial)},
+        client=harbor.client,
+    )
+    extra = {"system_prompt": args["system_prompt"]} if args.get("system_prompt") else {}
+    await run_agent(
+        task.instruction,
+        attempt=ref,
+        model=model,
+        sandbox=box,
+        trajectory=harbor.trajectory,
+        limits=limits,
+        **extra,
+    )
+
+
+async def _oracle(
+    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+) -> None:
+    """Harbor's ``oracle``: the task's own ``solution/solve.sh``, as one shell step."""
+    await _started(harbor, task, ref, tools=["shell"])
+    solution = task.under("solution")
+    files = [SandboxFile(path=f"{SOLUTION_DIR}/{p}", content=c.decode()) for p, c in solution.items()]
+    plan = harbor.plans[task.name]
+    timeout_s = task.config.agent.timeout_sec or DEFAULT_AGENT_TIMEOUT_S
+    done = await harbor.ctx.work.exec_in(
+        box.sandbox_id,
+        ["bash", f"{SOLUTION_DIR}/solve.sh"],
+        files=files,
+        cwd=plan.workdir,
+        env={**box.env, **task.config.solution.env},
+        timeout_s=timeout_s,
+        network=box.network,
+    )
+    output = done.stdout + (f"\n[stderr]\n{done.stderr}" if done.stderr else "")
+    shown, cut, chars = cap_text(output)
+    await harbor.trajectory.record(
+        AgentToolResult(
+            **_ids(ref),
+            turn=0,
+            call_id="solve",
+            name="shell",
+            exit_code=None if done.timed_out else done.exit_code,
+            is_error=done.timed_out or done.exit_code != 0,
+            output=shown,
+            truncated=cut,
+            output_chars=chars,
+            duration_ms=done.duration_ms,
+        )
+    )
+    reason: AttemptEndReason = "wall_time" if done.timed_out else "done"
+    await _ended(harbor, ref, reason, done.duration_ms)
+
+
+async def _nop(
+    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+) -> None:
+    """Harbor's ``nop``: does nothing (what the tests give an untouched environment)."""
+    await _started(harbor, task, ref, tools=[])
+    await _ended(harbor, ref, "done", 0)
+
+
+async def _started(harbor: _Harbor, task: AgenticTask, ref: AttemptRef, tools: list[str]) -> None:
+    shown, cut, chars = cap_text(task.instruction)
+    await harbor.trajectory.record(
+        AgentAttemptStarted(
+            **_ids(ref),
+            agent=ref.agent,
+            model=ref.model,
+            instruction=shown,
+            instruction_truncated=cut,
+            instruction_chars=chars,
+            tools=tools,
+        )
+    )
+
+
+async def _ended(harbor: _Harbor, ref: AttemptRef, reason: AttemptEndReason, ms: int) -> None:
+    await harbor.trajectory.record(
+        AgentAttemptEnded(**_ids(ref), reason=reason, turns=0, duration_ms=ms)
+    )
+
+
+AGENT_RUNNERS: dict[str, AgentRunner] = {AGENT_NAME: _own_agent, "oracle": _oracle, "nop": _nop}
+assert tuple(AGENT_RUNNERS) == AGENTS
+
+
+# -- the verifier ---------------------------------------------------------------------
+async def _verify(
+    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+) -> TaskOutcome:
+    """Copy the tests in, run them, read the reward; record the verdict and return the
+    trial's row (both saved together by the caller's ``_settle``)."""
+    tests = task.under("tests")
+    files = [SandboxFile(path=f"{TESTS_DIR}/{p}", content=c.decode()) for p, c in tests.items()]
+    timeout_s = task.config.verifier.timeout_sec
+    ran = await harbor.ctx.work.exec_in(
+        box.sandbox_id,
+        ["bash", f"{TESTS_DIR}/test.sh"],
+        files=files,
+        cwd=harbor.plans[task.name].workdir,
+        env=dict(box.env),
+        timeout_s=timeout_s,
+        network=box.network,
+    )
+    verdict: dict[str, Any] = {"duration_ms": ran.duration_ms}
+    if ran.timed_out:
+        verdict |= {
+            "error_type": "verifier:timeout",
+            "detail": f"tests/test.sh ran past its {timeout_s:g} s",
+        }
+    else:
+        try:
+            reward = parse_reward({name: await _read_reward(box, path) for name, path in REWARDS})
+            verdict |= {"reward": reward.score, "metadata": dict(reward.metadata)}
+        except VerifierError as exc:
+            tail = (ran.stderr or ran.stdout)[-500:]
+            verdict |= {
+                "error_type": f"verifier:{exc.code}",
+                "detail": f"{exc.detail} (tests/test.sh exited {ran.exit_code}: {tail})",
+            }
+    run = harbor.ctx.run
+    run.record_agent_event(VerifierFinished(**_ids(ref), **verdict))
+    if verdict.get("error_type"):
+        return _error_row(
+            ref.index, ref.trial, task, verdict["error_type"], str(verdict["detail"])
+        )
+    score = float(verdict["reward"])
+    return TaskOutcome(
+        index=ref.index,
+        trial=ref.trial,
+        task_id=task.name,
+        score=score,
+        score_meta=verdict["metadata"],
+        outcome="pass" if score >= PASS_REWARD else "fail",
+        duration_ms=ran.duration_ms,
+    )
+
+
+REWARDS = (("reward.json", REWARD_JSON_PATH), ("reward.txt", REWARD_TEXT_PATH))
+
+
+async def _read_reward(box: WorkspaceTaskSandbox, path: str) -> str | None:
+    """A reward file's text; None when the verifier did not write it."""
+    try:
+        return await box.read(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise VerifierError("reward_unreadable", f"{path}: {exc.strerror}", path) from None

@@ -1,0 +1,113 @@
+"""A ``FakeWorkspace`` whose agentic sandboxes are real: folders bound under bubblewrap.
+
+Each sandbox made by ``create_agentic_sandbox`` is a temporary folder holding one
+folder per asked directory (``/app``, ``/logs`` ...), bound at that path; ``exec_in``
+writes the files there and runs the command under bubblewrap (no network, the
+host's ``/usr``), as the sandbox-manager's local backend would. The phases under
+test run real ``solve.sh`` and ``test.sh`` scripts and real agent tool commands,
+with no bus and no sandbox-manager.
+
+``lose_at`` makes the n-th ``exec_in`` (counting from 1, over the workspace's life)
+raise ``SandboxLost`` instead, once each: the sandbox-manager copy died mid-attempt.
+"""
+
+import asyncio
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchwright_orchestrator.ports import SandboxLost
+from benchwright_shared.contracts import SandboxExecFinished, SandboxFile
+from tests.orchestrator.fakes import FakeWorkspace
+from tests.shared.test_agentic_examples import BASE_PATH, bwrap_usable, system_mounts
+
+__all__ = ["BwrapWorkspace", "bwrap_usable"]
+
+
+@dataclass
+class BwrapWorkspace(FakeWorkspace):
+    lose_at: set[int] = field(default_factory=set)
+    exec_count: int = 0
+    roots: dict[str, tuple[Path, list[str]]] = field(default_factory=dict)
+
+    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
+        sandbox_id = await self._new("task")
+        root = Path(tempfile.mkdtemp(prefix=f"bw-{sandbox_id}-"))
+        for directory in dirs:
+            (root / directory.strip("/")).mkdir(parents=True, exist_ok=True)
+        self.roots[sandbox_id] = (root, dirs)
+        self._write(root, files)
+        return sandbox_id
+
+    def _write(self, root: Path, files: list[SandboxFile]) -> None:
+        for file in files:
+            target = root / file.path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(file.content or "")
+
+    async def exec_in(
+        self,
+        sandbox_id: str,
+        argv: list[str],
+        *,
+        files: list[SandboxFile] | None = None,
+        stdin: str | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 120.0,
+        network: bool = False,
+    ) -> SandboxExecFinished:
+        self.exec_count += 1
+        self.execs.append(argv)
+        if self.exec_count in self.lose_at:
+            raise SandboxLost(sandbox_id, "its sandbox-manager sm-1 died")
+        root, dirs = self.roots[sandbox_id]
+        self._write(root, files or [])
+        variables = {"PATH": BASE_PATH, "HOME": "/tmp", **(env or {})}
+        binds = [a for d in dirs for a in ("--bind", str(root / d.strip("/")), d)]
+        command = [
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--clearenv",
+            *[a for k, v in variables.items() for a in ("--setenv", k, v)],
+            *system_mounts(),
+            *binds,
+            "--chdir",
+            cwd or "/app",
+            *argv,
+        ]
+        started = time.monotonic()
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(
+                process.communicate(stdin.encode() if stdin is not None else None), timeout_s
+            )
+            timed_out = False
+        except TimeoutError:
+            process.kill()
+            out, err = await process.communicate()
+            timed_out = True
+        return SandboxExecFinished(
+            command_id="c",
+            run_id=self.run.run_id,
+            sandbox_id=sandbox_id,
+            exit_code=-9 if timed_out else (process.returncode or 0),
+            stdout=out.decode(errors="replace")[:65536],
+            stderr=err.decode(errors="replace")[:65536],
+            timed_out=timed_out,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    async def kill_sandbox(self, sandbox_id: str, *, reason: str) -> None:
+        found = self.roots.pop(sandbox_id, None)
+        if found is not None:
+            shutil.rmtree(found[0], ignore_errors=True)
+        await super().kill_sandbox(sandbox_id, reason=reason)
