@@ -98,6 +98,11 @@ def task_span(run_id: str, index: int, trial: int) -> SpanRef:
     return _span(run_id, "task", index, trial)
 
 
+def attempt_span(run_id: str, index: int, trial: int, attempt: int) -> SpanRef:
+    """The span of one agent attempt at a trial: its turns' and tool calls' parent."""
+    return _span(run_id, "attempt", index, trial, attempt)
+
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

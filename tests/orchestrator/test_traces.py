@@ -10,8 +10,16 @@ from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.traces import EVALUATION_EVENT, RunTraces
 from benchwright_shared.contracts import TaskOutcome
+from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
+    AgentAttemptStarted,
+    AgentModelTurn,
+    AgentToolCall,
+    AgentToolResult,
+)
 from benchwright_shared.telemetry import (
     Tracing,
+    attempt_span,
     phase_span,
     run_span,
     run_trace_id,
@@ -175,3 +183,65 @@ def test_a_failing_trace_never_fails_the_save(
     stored = app.find_run(run.run_id)
     assert stored is not None and stored.lifecycle.status == "error"
     assert stored.version == run.version
+
+
+def test_an_agents_attempt_its_turns_and_its_tool_calls_are_spans_under_the_task(
+    app: RunsApplication, tracing: Tracing, collector: OtlpReceiver
+) -> None:
+    run = launched(app)
+    run.start_pipeline(["materialize"])
+    invocation = run.start_phase("materialize")
+    ids = {"task_id": "fix-bug", "index": 0, "trial": 0}
+    steps: list[Any] = [
+        AgentAttemptStarted(**ids, attempt=1, agent="benchwright"),
+        AgentAttemptEnded(**ids, attempt=1, reason="crashed", turns=0, detail="sandbox lost"),
+        AgentAttemptStarted(**ids, attempt=2, agent="benchwright"),
+        AgentModelTurn(
+            **ids,
+            attempt=2,
+            turn=1,
+            messages_in_count=2,
+            tool_calls=[AgentToolCall(id="c1", name="shell", arguments={"command": "ls"})],
+            input_tokens=30,
+            output_tokens=8,
+            latency_ms=250,
+            finish_reason="tool_calls",
+        ),
+        AgentToolResult(
+            **ids, attempt=2, turn=1, call_id="c1", name="shell", exit_code=2, duration_ms=15
+        ),
+        AgentModelTurn(**ids, attempt=2, turn=2, messages_in_count=4, text="done"),
+        AgentAttemptEnded(**ids, attempt=2, reason="done", turns=2, input_tokens=30),
+    ]
+    for step in steps:
+        run.record_agent_event(step)
+        app.save(run)
+    outcome = TaskOutcome(index=0, task_id="fix-bug", score=1.0, outcome="pass", duration_ms=900)
+    run.record_results([outcome], invocation)
+    app.save(run)
+    tracing.shutdown()
+
+    spans = by_name(collector.received())
+    (task,) = spans["task"]
+    attempts = {
+        s.attributes["benchwright.agent.attempt"]: s for s in spans["invoke_agent benchwright"]
+    }
+    assert sorted(attempts) == [1, 2]
+    assert attempts[1].error and attempts[1].attributes["error.type"] == "crashed"
+    for number, attempt in attempts.items():
+        assert attempt.parent_span_id == task.span_id
+        assert attempt.span_id == hex_id(attempt_span(run.run_id, 0, 0, number).span_id)
+    second = attempts[2]
+    assert second.attributes["gen_ai.operation.name"] == "invoke_agent"
+    turns = spans["chat calc"]
+    assert [t.attributes["benchwright.agent.turn"] for t in turns] == [1, 2]
+    assert all(t.parent_span_id == second.span_id and t.kind == "client" for t in turns)
+    assert turns[0].end_ns - turns[0].start_ns == 250_000_000
+    assert turns[0].attributes["gen_ai.usage.input_tokens"] == 30
+    assert turns[0].attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    (tool,) = spans["execute_tool shell"]
+    assert tool.parent_span_id == second.span_id
+    assert (
+        tool.attributes["gen_ai.tool.call.id"] == "c1" and tool.end_ns - tool.start_ns == 15_000_000
+    )
+    assert not tool.error

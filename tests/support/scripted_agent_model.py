@@ -14,6 +14,7 @@ serves the same scripts as an OpenAI-compatible ``/v1/chat/completions`` on loop
 HTTP failures first (``failures=[(status, headers), ...]``).
 """
 
+import asyncio
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -111,11 +112,17 @@ class ScriptedAgentServer(FakeOpenAIServer):
     """The same scripts over HTTP, OpenAI's chat-completions tool-calling format."""
 
     def __init__(
-        self, book: ScriptBook, failures: Sequence[tuple[int, dict[str, str]]] = ()
+        self,
+        book: ScriptBook,
+        failures: Sequence[tuple[int, dict[str, str]]] = (),
+        *,
+        delay_s: float = 0.0,
     ) -> None:
         super().__init__()
         self.book = book
         self.failures = list(failures)
+        # How long each answer takes: long enough for a test to kill a service mid-attempt.
+        self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []
         self.app = self._build()
 
@@ -127,6 +134,8 @@ class ScriptedAgentServer(FakeOpenAIServer):
         async def chat(request: Request) -> Any:
             body = await request.json()
             self.requests.append({"headers": dict(request.headers), "body": body})
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
             if self.failures:
                 status, headers = self.failures.pop(0)
                 return JSONResponse({"error": {"message": "scripted"}}, status, headers=headers)

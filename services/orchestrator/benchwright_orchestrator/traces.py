@@ -8,6 +8,10 @@ Spans are written when what they cover has ended, with the times the log records
 * ``run``: from ``RunLaunched`` to ``PipelineFinished``, the root of the run's trace;
 * ``phase <name>``: from ``PhaseStarted`` to ``PhaseCompleted`` or ``PhaseFailed``
   (an error status then), under the run;
+* ``invoke_agent <agent>``: one per agent attempt at a trial (``AgentAttemptEnded``),
+  under its task; under it, ``chat <model>`` per model turn (``AgentModelTurn``,
+  starting its ``latency_ms`` before it was recorded) and ``execute_tool <name>`` per
+  tool call (``AgentToolResult``), all with OpenTelemetry's ``gen_ai`` attributes;
 * ``task``: one per trial of a task (``MaterializeTaskResult``), under the
   Materialize phase that ran it, ending when its result was recorded and starting
   its own ``duration_ms`` before; it carries a ``gen_ai.evaluation.result`` event
@@ -29,6 +33,12 @@ from eventsourcing.domain import DomainEventProtocol
 
 from benchwright_orchestrator.application import to_run_event
 from benchwright_orchestrator.domain import Run
+from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
+    AgentAttemptStarted,
+    AgentModelTurn,
+    AgentToolResult,
+)
 from benchwright_shared.contracts.run_events import (
     MaterializeTaskResult,
     PhaseCompleted,
@@ -39,6 +49,7 @@ from benchwright_shared.contracts.run_events import (
 from benchwright_shared.run_log import LogEntry, RunEventHandlers
 from benchwright_shared.telemetry import (
     Tracing,
+    attempt_span,
     phase_span,
     run_span,
     run_tracing_choice,
@@ -68,6 +79,8 @@ class RunTraces:
         self.tracing = tracing
         # (run id, phase) -> when its running invocation started, as this copy saw it.
         self.phase_starts: dict[tuple[str, str], datetime] = {}
+        # (run id, index, trial, attempt) -> (its start, its agent), as this copy saw it.
+        self.attempt_starts: dict[tuple[str, int, int, int], tuple[datetime, str]] = {}
 
     def observe(self, run: Run, events: Sequence[DomainEventProtocol[Any]]) -> None:
         """Write the spans ``events`` (just stored for ``run``) end. Never raises: a run
@@ -164,11 +177,110 @@ def _task_result(saved: _Saved, entry: LogEntry[MaterializeTaskResult]) -> None:
     span.end(ended)
 
 
+def _attempt_key(
+    run: Run, data: AgentAttemptEnded | AgentAttemptStarted
+) -> tuple[str, int, int, int]:
+    return (run.run_id, data.index, data.trial, data.attempt)
+
+
+def _agent_attributes(
+    run: Run, data: AgentModelTurn | AgentToolResult | AgentAttemptEnded
+) -> dict[str, str | int | float | bool | None]:
+    return {
+        "benchwright.run.id": run.run_id,
+        "benchwright.task.id": data.task_id,
+        "benchwright.task.index": data.index,
+        "benchwright.task.trial": data.trial,
+        "benchwright.agent.attempt": data.attempt,
+    }
+
+
+@_handlers.on(AgentAttemptStarted)
+def _attempt_started(saved: _Saved, entry: LogEntry[AgentAttemptStarted]) -> None:
+    key = _attempt_key(saved.run, entry.data)
+    saved.traces.attempt_starts[key] = (entry.ts, entry.data.agent)
+
+
+@_handlers.on(AgentModelTurn)
+def _model_turn(saved: _Saved, entry: LogEntry[AgentModelTurn]) -> None:
+    data, run = entry.data, saved.run
+    model = (run.sut or {}).get("model")
+    span = saved.traces.tracing.span(
+        f"chat {model}" if model else "chat",
+        parent=attempt_span(run.run_id, data.index, data.trial, data.attempt),
+        kind="client",
+        start=entry.ts - timedelta(milliseconds=data.latency_ms),
+        attributes={
+            **_agent_attributes(run, data),
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": (run.sut or {}).get("provider"),
+            "gen_ai.usage.input_tokens": data.input_tokens,
+            "gen_ai.usage.output_tokens": data.output_tokens,
+            "gen_ai.response.finish_reasons": [data.finish_reason] if data.finish_reason else None,
+            "benchwright.agent.turn": data.turn,
+            "benchwright.agent.tool_calls": len(data.tool_calls),
+        },
+    )
+    span.end(entry.ts)
+
+
+@_handlers.on(AgentToolResult)
+def _tool_result(saved: _Saved, entry: LogEntry[AgentToolResult]) -> None:
+    data, run = entry.data, saved.run
+    span = saved.traces.tracing.span(
+        f"execute_tool {data.name}",
+        parent=attempt_span(run.run_id, data.index, data.trial, data.attempt),
+        start=entry.ts - timedelta(milliseconds=data.duration_ms),
+        attributes={
+            **_agent_attributes(run, data),
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": data.name,
+            "gen_ai.tool.call.id": data.call_id,
+            "gen_ai.tool.type": "function",
+            "benchwright.tool.exit_code": data.exit_code,
+        },
+    )
+    if data.is_error:
+        span.fail("tool_error", data.output[:500] or None)
+    span.end(entry.ts)
+
+
+@_handlers.on(AgentAttemptEnded)
+def _attempt_ended(saved: _Saved, entry: LogEntry[AgentAttemptEnded]) -> None:
+    data, run = entry.data, saved.run
+    remembered = saved.traces.attempt_starts.pop(_attempt_key(run, data), None)
+    started, agent = remembered or (
+        entry.ts - timedelta(milliseconds=data.duration_ms),
+        str((run.harness or {}).get("agent") or "agent"),
+    )
+    span = saved.traces.tracing.span(
+        f"invoke_agent {agent}",
+        parent=task_span(run.run_id, data.index, data.trial),
+        ref=attempt_span(run.run_id, data.index, data.trial, data.attempt),
+        start=started,
+        attributes={
+            **_agent_attributes(run, data),
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.usage.input_tokens": data.input_tokens,
+            "gen_ai.usage.output_tokens": data.output_tokens,
+            "benchwright.agent.turns": data.turns,
+            "benchwright.agent.end_reason": data.reason,
+        },
+    )
+    if data.reason in ("crashed", "model_error"):
+        span.fail(data.reason, (data.detail or "")[:500] or None)
+    span.end(entry.ts)
+
+
 @_handlers.on(PipelineFinished)
 def _finished(saved: _Saved, entry: LogEntry[PipelineFinished]) -> None:
     data, run = entry.data, saved.run
     for key in [k for k in saved.traces.phase_starts if k[0] == run.run_id]:
         del saved.traces.phase_starts[key]  # a phase a halt left open
+    for attempt in [k for k in saved.traces.attempt_starts if k[0] == run.run_id]:
+        del saved.traces.attempt_starts[attempt]  # an attempt a halt left open
     ref = run_span(run.run_id)
     summary = data.summary or {}
     span = saved.traces.tracing.span(

@@ -25,13 +25,20 @@ The verifier runs in the agent's sandbox (Harbor's "shared" mode).
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from benchwright_orchestrator.agents.loop import AGENT_NAME, AgentLimits, AttemptRef, run_agent
+from benchwright_orchestrator.agents.loop import (
+    AGENT_NAME,
+    AgentLimits,
+    AttemptEnd,
+    AttemptRef,
+    run_agent,
+)
 from benchwright_orchestrator.agents.openai_model import ProxyAgentModel
 from benchwright_orchestrator.agents.ports import Trajectory
 from benchwright_orchestrator.domain.agents import MAX_ATTEMPTS
@@ -260,6 +267,7 @@ def _ids(ref: AttemptRef) -> dict[str, Any]:
 
 
 async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskOutcome:
+    began = time.monotonic()
     plan = harbor.plans[task.name]
     files = [SandboxFile(path=p, content=c.decode()) for p, c in sorted(plan.files.items())]
     work = harbor.ctx.work
@@ -270,16 +278,28 @@ async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskO
         made = await box.exec(["mkdir", "-p", *plan.directories, AGENT_LOGS, VERIFIER_LOGS])
         if made.exit_code != 0:
             raise PhaseError("environment_refused", f"could not lay out: {made.stderr[-500:]}")
-        await AGENT_RUNNERS[harbor.agent](harbor, task, box, ref)
+        spent = await AGENT_RUNNERS[harbor.agent](harbor, task, box, ref)
         verifier = WorkspaceTaskSandbox(
             work,
             sandbox_id,
             env={**plan.env, **task.config.verifier.env},
             network=_network(harbor, task, "verifier"),
         )
-        return await _verify(harbor, task, verifier, ref)
+        row = await _verify(harbor, task, verifier, ref)
     finally:
         await _killed(harbor, sandbox_id)
+    # The row covers the whole attempt, and what its model calls cost.
+    usage = (
+        {
+            "cost_micros": spent.cost_micros,
+            "prompt_tokens": spent.input_tokens,
+            "completion_tokens": spent.output_tokens,
+            "calls": spent.turns,
+        }
+        if spent is not None
+        else {}
+    )
+    return row.model_copy(update={"duration_ms": int((time.monotonic() - began) * 1000), **usage})
 
 
 async def _created(starting: Awaitable[str]) -> str:
@@ -316,12 +336,15 @@ def _network(harbor: _Harbor, task: AgenticTask, phase: str) -> bool:
 
 
 # -- the agents -----------------------------------------------------------------------
-AgentRunner = Callable[[_Harbor, AgenticTask, WorkspaceTaskSandbox, AttemptRef], Awaitable[None]]
+# An agent runs its attempt; the platform's own says what it spent (the others spend nothing).
+AgentRunner = Callable[
+    [_Harbor, AgenticTask, WorkspaceTaskSandbox, AttemptRef], Awaitable[AttemptEnd | None]
+]
 
 
 async def _own_agent(
     harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
-) -> None:
+) -> AttemptEnd:
     args, run = harbor.agent_args, harbor.ctx.run
     timeouts = [t for t in (args.get("wall_time_s"), task.config.agent.timeout_sec) if t]
     cost = ((run.limits or {}).get("task") or {}).get("cost")
@@ -340,7 +363,7 @@ async def _own_agent(
         client=harbor.client,
     )
     extra = {"system_prompt": args["system_prompt"]} if args.get("system_prompt") else {}
-    await run_agent(
+    return await run_agent(
         task.instruction,
         attempt=ref,
         model=model,
@@ -353,7 +376,7 @@ async def _own_agent(
 
 async def _oracle(
     harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
-) -> None:
+) -> AttemptEnd | None:
     """Harbor's ``oracle``: the task's own ``solution/solve.sh``, as one shell step."""
     await _started(harbor, task, ref, tools=["shell"])
     solution = task.under("solution")
@@ -387,14 +410,16 @@ async def _oracle(
     )
     reason: AttemptEndReason = "wall_time" if done.timed_out else "done"
     await _ended(harbor, ref, reason, done.duration_ms)
+    return None
 
 
 async def _nop(
     harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
-) -> None:
+) -> AttemptEnd | None:
     """Harbor's ``nop``: does nothing (what the tests give an untouched environment)."""
     await _started(harbor, task, ref, tools=[])
     await _ended(harbor, ref, "done", 0)
+    return None
 
 
 async def _started(harbor: _Harbor, task: AgenticTask, ref: AttemptRef, tools: list[str]) -> None:
