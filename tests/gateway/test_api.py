@@ -112,3 +112,63 @@ async def test_the_published_schema_says_what_the_api_answers(gateway: GatewaySe
     for (path, method), kind in media.items():
         assert kind in document["paths"][path][method]["responses"]["200"]["content"], path
     assert "HTTPValidationError" not in document["components"]["schemas"]
+
+
+HARBOR_APT = {
+    "harness": "harbor",
+    "sut": {"model": "m", "provider": "local"},
+    "metadata": {
+        "harbor_harness": {
+            "dataset": "mine",
+            "files": {
+                "t/task.toml": "",
+                "t/instruction.md": "Say hi.",
+                "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt",
+                "t/environment/Dockerfile": "FROM debian:12\nRUN apt-get install -y jq\n",
+            },
+        }
+    },
+}
+
+
+async def test_a_harbor_launch_is_refused_as_a_problem_naming_the_file(
+    gateway: GatewayService,
+) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read", "runs:write"], "writer")
+    async with client(gateway, token) as writer:
+        response = await writer.post("/v1/runs", json=HARBOR_APT)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["field"] == 'metadata.harbor_harness.files["t/environment/Dockerfile"]'
+    assert problem["code"] == "unsupported_dockerfile_step"
+    assert "line 2" in problem["detail"] and "RUN apt-get" in problem["detail"]
+
+
+@pytest.mark.parametrize("declared", [False, True])
+async def test_a_600_mb_launch_is_413_without_being_read_whole(
+    gateway: GatewayService, declared: bool
+) -> None:
+    token = gateway.app.mint_token("acct_x", ["runs:read", "runs:write"], "writer")
+    chunk = b"x" * (1 << 20)
+    pulled = 0
+
+    async def enormous() -> AsyncIterator[bytes]:
+        nonlocal pulled
+        yield b'{"harness": "harbor", "metadata": {"harbor_harness": {"files": {"big": "'
+        for _ in range(600):
+            pulled += 1
+            yield chunk
+        yield b'"}}}}'
+
+    # Without a length the body is chunked: the cap is found by reading, not told.
+    headers = {"content-type": "application/json"}
+    if declared:
+        headers["content-length"] = str(600 * len(chunk) + 100)
+    async with client(gateway, token) as writer:
+        response = await writer.post("/v1/runs", content=enormous(), headers=headers)
+    assert response.status_code == 413
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert (response.json()["field"], response.json()["code"]) == ("body", "payload_too_large")
+    # The cap (512 KiB) and what the guard drains for the answer (64 MiB) at most.
+    assert pulled <= 66

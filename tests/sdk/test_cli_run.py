@@ -100,7 +100,8 @@ def test_an_unsupported_harness_shows_the_servers_reason(
     detail = (
         "harness: Value error, the 'lmeval' harness is not supported here (its tasks fetch "
         "their data from the internet); use 'inspect' (an Inspect AI task file with its "
-        "local data, in metadata.inspect_harness) or 'benchwright' (the default)"
+        "local data, in metadata.inspect_harness), 'harbor' (a Harbor-format dataset of "
+        "agentic tasks, in metadata.harbor_harness) or 'benchwright' (the default)"
     )
     gateway.on("POST", "/v1/runs", problem(400, "invalid request", detail, field="harness"))
     argv = ["run", "launch", "Run MMLU", "--harness", "lmeval", "--harness-task", "mmlu"]
@@ -113,6 +114,140 @@ def test_an_inspect_harness_needs_its_task(runner: CliRunner) -> None:
     result = runner.invoke(app, ["run", "launch", "Run MMLU", "--harness", "inspect"])
     assert result.exit_code == 2
     assert result.stderr == "error: --harness inspect needs --harness-task\n"
+
+
+STARTER = Path(__file__).resolve().parents[2] / "examples" / "harbor" / "benchwright-starter"
+HARBOR = ["run", "--harness", "harbor", "--model", "m@local", "--no-wait"]
+
+
+def harbor_dataset(root: Path) -> Path:
+    """A dataset folder of two tasks, with what a folder on disk also holds: caches,
+    hidden files."""
+    for task in ("fix-bug", "count-lines"):
+        for name, text in {
+            "task.toml": '[environment]\nnetwork_mode = "no-network"\n',
+            "instruction.md": f"Do {task}.\n",
+            "environment/Dockerfile": "FROM python:3.12-slim\nWORKDIR /app\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "solution/solve.sh": "true\n",
+        }.items():
+            (root / task / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / task / name).write_text(text)
+    (root / "fix-bug" / "environment" / "__pycache__").mkdir()
+    (root / "fix-bug" / "environment" / "__pycache__" / "x.pyc").write_bytes(b"\x00\x01")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    return root
+
+
+def test_a_harbor_launch_sends_the_dataset_folder(
+    runner: CliRunner, gateway: FakeGateway, tmp_path: Path
+) -> None:
+    script_run(gateway)
+    folder = harbor_dataset(tmp_path / "my-tasks")
+    argv = [
+        *HARBOR,
+        "--harness-task",
+        str(folder),
+        "--harbor-task",
+        "fix-bug",
+        "--agent",
+        "benchwright",
+        "--agent-arg",
+        "max_turns=30",
+        "--agent-arg",
+        "system_prompt=Be brief.",
+    ]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    sent = sent_json(launches(gateway)[0])
+    assert sent == {
+        "harness": "harbor",
+        "sut": {"model": "m", "provider": "local"},
+        "metadata": {
+            "harbor_harness": {
+                "dataset": "my-tasks",
+                "files": {
+                    f"{task}/{name}": (folder / task / name).read_text()
+                    for task in ("count-lines", "fix-bug")
+                    for name in (
+                        "environment/Dockerfile",
+                        "instruction.md",
+                        "solution/solve.sh",
+                        "task.toml",
+                        "tests/test.sh",
+                    )
+                },
+                "agent": "benchwright",
+                "agent_args": {"max_turns": 30, "system_prompt": "Be brief."},
+            },
+            "harbor_task": "fix-bug",
+        },
+    }
+    # The agent defaults to the platform's own; the starter dataset goes whole.
+    again = runner.invoke(app, [*HARBOR, "--harness-task", str(STARTER)])
+    assert again.exit_code == 0, again.output
+    harness = sent_json(launches(gateway)[1])["metadata"]["harbor_harness"]
+    assert (harness["dataset"], harness["agent"], harness["agent_args"]) == (
+        "benchwright-starter",
+        "benchwright",
+        {},
+    )
+    assert "fix-median/environment/stats.py" in harness["files"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--harness-task", "no/such/folder"], "--harness-task no/such/folder: no such folder"),
+        (["--harness-task", "BINARY"], "is not UTF-8 text"),
+        (["--harness-task", "BIG"], "a dataset's file may hold 524,288"),
+        (["--harness-task", "DATASET", "--agent-arg", "max_turns"], "--agent-arg takes KEY=VALUE"),
+        (["--harness-task", "DATASET", "--harness-arg", "a=1"], "--harness-arg is an Inspect"),
+        (["run my agents", "--agent", "oracle"], "--harness harbor needs --harness-task"),
+    ],
+)
+def test_a_folder_that_cannot_be_sent_is_a_one_line_error(
+    runner: CliRunner, gateway: FakeGateway, tmp_path: Path, args: list[str], message: str
+) -> None:
+    folder = harbor_dataset(tmp_path / "my-tasks")
+    (tmp_path / "binary" / "t").mkdir(parents=True)
+    (tmp_path / "binary" / "t" / "task.toml").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "data.csv").write_bytes(b"1," * (300 * 1024))
+    where = {
+        "DATASET": str(folder),
+        "BINARY": str(tmp_path / "binary"),
+        "BIG": str(tmp_path / "big"),
+    }
+    result = runner.invoke(app, [*HARBOR, *(where.get(a, a) for a in args)])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and result.stderr.count("\n") == 1
+    assert gateway.requests == []
+
+
+def test_harbor_flags_need_the_harbor_harness(runner: CliRunner, gateway: FakeGateway) -> None:
+    result = runner.invoke(app, ["run", "Run GSM8K", "--agent", "oracle"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --agent takes --harness harbor\n"
+    assert gateway.requests == []
+
+
+def test_a_refused_harbor_launch_is_one_line_and_exit_1(
+    runner: CliRunner, gateway: FakeGateway, tmp_path: Path
+) -> None:
+    field = 'metadata.harbor_harness.files["fix-bug/environment/Dockerfile"]'
+    detail = "task 'fix-bug': environment/Dockerfile line 3: `RUN apt-get install -y jq`: ..."
+    gateway.on(
+        "POST",
+        "/v1/runs",
+        problem(422, "the task's environment cannot be built here", detail, field=field),
+    )
+    folder = harbor_dataset(tmp_path / "my-tasks")
+    result = runner.invoke(app, [*HARBOR, "--harness-task", str(folder)])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and field in result.stderr
+    assert "RUN apt-get install" in result.stderr
 
 
 @pytest.mark.parametrize(

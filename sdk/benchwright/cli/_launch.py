@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Gate",
     "GateVerdict",
+    "HarborFlags",
     "RegressionGate",
     "git_commit",
     "harness_metadata",
@@ -249,11 +250,22 @@ BUNDLE_SKIP = {"__pycache__", "logs", "node_modules"}
 
 
 def harness_metadata(
-    harness: str | None, task: str | None, args: list[str] | None = None
+    harness: str | None,
+    task: str | None,
+    args: list[str] | None = None,
+    harbor: HarborFlags | None = None,
 ) -> dict[str, Any]:
     """Where a harness reads its task: ``metadata.<harness>_harness``. A local Inspect
     task file goes with the files of its folder (its datasets); ``args`` are
-    ``KEY=VALUE`` task arguments, each value read as JSON when it parses."""
+    ``KEY=VALUE`` task arguments, each value read as JSON when it parses. A Harbor
+    dataset is a local folder (``task``), sent whole with the agent ``harbor`` names."""
+    harbor = harbor or HarborFlags()
+    if harness != "harbor" and harbor.given():
+        fail(f"{harbor.given()} takes --harness harbor", EXIT_USAGE)
+    if harness == "harbor" and task is not None:
+        if args:
+            fail("--harness-arg is an Inspect task's; give the agent --agent-arg", EXIT_USAGE)
+        return harbor_bundle(task, harbor)
     if task is None:
         if harness not in (None, "benchwright"):
             fail(f"--harness {harness} needs --harness-task", EXIT_USAGE)
@@ -268,10 +280,44 @@ def harness_metadata(
     return {f"{harness}_harness": found}
 
 
-def _task_arg(text: str) -> tuple[str, Any]:
+@dataclass(frozen=True)
+class HarborFlags:
+    """The flags of a Harbor launch besides the dataset folder."""
+
+    task: str | None = None
+    agent: str | None = None
+    agent_args: tuple[str, ...] = ()
+
+    def given(self) -> str:
+        """The first of these flags given, by name; empty when none is."""
+        for flag, value in (
+            ("--harbor-task", self.task),
+            ("--agent", self.agent),
+            ("--agent-arg", self.agent_args),
+        ):
+            if value:
+                return flag
+        return ""
+
+
+def harbor_bundle(folder: str, flags: HarborFlags) -> dict[str, Any]:
+    """``--harness-task FOLDER`` of a Harbor launch as its metadata: the folder's
+    files (named after it), the agent and its ``KEY=VALUE`` arguments."""
+    from ..harbor import DEFAULT_AGENT, DatasetFolderError, harbor_metadata
+
+    agent_args = dict(_task_arg(a, "--agent-arg") for a in flags.agent_args)
+    try:
+        return harbor_metadata(
+            folder, agent=flags.agent or DEFAULT_AGENT, agent_args=agent_args, task=flags.task
+        )
+    except DatasetFolderError as exc:
+        fail(f"--harness-task {exc}", EXIT_USAGE)
+
+
+def _task_arg(text: str, flag: str = "--harness-arg") -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        fail(f"--harness-arg takes KEY=VALUE, not {text!r}", EXIT_USAGE)
+        fail(f"{flag} takes KEY=VALUE, not {text!r}", EXIT_USAGE)
     try:
         return key, json.loads(value)
     except ValueError:

@@ -86,7 +86,10 @@ class Runs:
         runs an Inspect AI task instead of a scorer: ``metadata={"inspect_harness":
         {"task": "arith.py@arith", "args": {...}, "files": {"arith.py": ...,
         "data/arith.jsonl": ...}}}`` (a task file and its local data), or ``{"task":
-        "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed the catalog's rows). Every
+        "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed the catalog's rows).
+        ``harness="harbor"`` runs agents on a Harbor-format dataset of tasks:
+        ``metadata=benchwright.harbor.harbor_metadata("./my-tasks", agent="oracle")``
+        (``agent`` ``"benchwright"``, ``"oracle"`` or ``"nop"``). Every
         field is forwarded as given and validated by the server; ``timeout`` bounds
         this request (seconds), not the run (see :meth:`wait`).
 

@@ -1,5 +1,6 @@
 """``harness``: who scores a run. ``benchwright`` (the default: a scorer the Driver
-writes or a pin names) or ``inspect``: a team's own Inspect AI task, run as it is.
+writes or a pin names), ``inspect``: a team's own Inspect AI task, run as it is, or
+``harbor``: agents on a Harbor-format dataset of tasks (``harbor.py``).
 
 An Inspect launch names its task in ``metadata.inspect_harness``::
 
@@ -9,8 +10,8 @@ An Inspect launch names its task in ``metadata.inspect_harness``::
 
 The files (the task file and its local datasets) travel to the orchestrator with the
 launch and are laid into the run's work sandbox; the run's metadata keeps only their
-names and SHA-256. lm-evaluation-harness, lighteval and Harbor are refused by name:
-their tasks download data this deployment cannot reach.
+names and SHA-256. lm-evaluation-harness and lighteval are refused by name: their
+tasks download data this deployment cannot reach.
 """
 
 import json
@@ -24,11 +25,12 @@ from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.refusal import Refused
 
 OWN = "benchwright"
-SUPPORTED = (OWN, "inspect")
-KNOWN = (*SUPPORTED, "lmeval", "lighteval", "harbor")
+SUPPORTED = (OWN, "inspect", "harbor")
+KNOWN = (*SUPPORTED, "lmeval", "lighteval")
 SUPPORTED_TEXT = (
     "'inspect' (an Inspect AI task file with its local data, in "
-    "metadata.inspect_harness) or 'benchwright' (the default)"
+    "metadata.inspect_harness), 'harbor' (a Harbor-format dataset of agentic tasks, "
+    "in metadata.harbor_harness) or 'benchwright' (the default)"
 )
 MAX_FILES = 100
 # The files travel in one bus message (launch, run log, sandbox write): NATS caps those at 1 MB.

@@ -62,7 +62,10 @@ class LaunchRun(Contract):
     # The proxy's response cache: ``{"mode": "read" | "read_write", "ttl": seconds}``.
     cache: dict[str, Any] | None = None
     # A third-party harness that scores the run instead of a scorer:
-    # ``{"name": "inspect", "task": "file.py@name", "args": {...}, "files": {path: text}}``.
+    # ``{"name": "inspect", "task": "file.py@name", "args": {...}, "files": {path: text}}``,
+    # or agents on a Harbor dataset: ``{"name": "harbor", "dataset": str, "files": {path:
+    # text}, "agent": "benchwright" | "oracle" | "nop", "agent_args": {...}, "task": str |
+    # None}`` (the gateway checked the files, the agent and each task's environment).
     harness: dict[str, Any] | None = None
     # The run's traces: ``{"traces": bool, "message_content": bool}``; None: the defaults.
     telemetry: dict[str, bool] | None = None

@@ -30,9 +30,21 @@ async def estimate(ports: LaunchPorts, account: str, body: LaunchRequest) -> Run
     """The model calls, tokens and spend ``body`` would take, as ranges.
 
     A natural-language request is refused (its benchmark is found only when it
-    runs); a replay is estimated from its parent's rows, scorer and model.
+    runs), and so is an agentic (Harbor) run once its dataset is checked: its
+    calls are as many as its agents' turns; a replay is estimated from its
+    parent's rows, scorer and model.
     """
     command = await estimate_command(ports, account, body)
+    if (command.harness or {}).get("name") == "harbor":
+        raise Refused(
+            400,
+            "an agentic run cannot be estimated",
+            "its dataset is valid, but an agent's model calls are as many as the turns it "
+            "takes; bound its spend with limits (run.cost, task.cost) or "
+            "metadata.harbor_harness.agent_args.max_turns instead",
+            field="harness",
+            code="not_estimable",
+        )
     if command.mode == "natural_language":
         raise Refused(
             400,

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchwright_gateway.domain import body_fingerprint
+from benchwright_gateway.harbor import check_harbor, harbor_launch
 from benchwright_gateway.harness import inspect_launch
 from benchwright_gateway.operations import key_reused, raise_for
 from benchwright_gateway.operations.funds import check_funds
@@ -174,7 +175,12 @@ def _check_bridged(body: LaunchRequest, modes: list[str]) -> None:
             f"the {body.harness} harness runs the task named in metadata.{body.harness}_harness",
             field=field,
         )
-    inspect_launch(body.metadata.model_dump(exclude_none=True))  # refused here, not later
+    # Refused here, before the funds and idempotency checks, not later.
+    metadata = body.metadata.model_dump(exclude_none=True)
+    if body.harness == "harbor":
+        check_harbor(metadata)  # the backend is checked once the account's default is known
+    else:
+        inspect_launch(metadata)
     if body.sut is None:
         raise Refused(400, f"a {body.harness} run needs 'sut'", field="sut")
 
@@ -260,7 +266,10 @@ async def bridged_command(
     registry: Registry, account: str, body: LaunchRequest, common: dict[str, Any]
 ) -> LaunchRun:
     """An Inspect run: its task is the benchmark. A team's task file brings its own
-    data (no Find, no registry pin); an inspect_evals task is fed a catalog subset."""
+    data (no Find, no registry pin); an inspect_evals task is fed a catalog subset.
+    A Harbor run: its dataset is the benchmark, its files brought along."""
+    if body.harness == "harbor":
+        return harbor_command(body, common)
     harness, metadata = inspect_launch(common["metadata"])
     common = common | {"metadata": metadata}
     task = metadata["inspect_harness"]["task"]
@@ -283,6 +292,21 @@ async def bridged_command(
         subset_slug=found.subset_slug,
         harness=harness,
         **common,
+    )
+
+
+def harbor_command(body: LaunchRequest, common: dict[str, Any]) -> LaunchRun:
+    """A Harbor run on the launch's compute (or the account's default): the dataset
+    checked again with the backend known, nothing resolved by the registry."""
+    harness, metadata = harbor_launch(common["metadata"], common["compute"])
+    dataset, task = harness["dataset"], harness["task"]
+    described = f"Harbor dataset {dataset}" + (f", task {task}" if task else "")
+    return LaunchRun(
+        mode="natural_language",
+        request=body.request or described,
+        benchmark_name=f"harbor:{dataset}",
+        harness=harness,
+        **(common | {"metadata": metadata}),
     )
 
 

@@ -28,6 +28,7 @@ from ..._common import (
 )
 from ..._launch import (
     Gate,
+    HarborFlags,
     RegressionGate,
     harness_metadata,
     invocation_key,
@@ -101,8 +102,9 @@ def launch(
     harness: Annotated[
         str | None,
         typer.Option(
-            help="Score with a third-party harness: inspect (an Inspect AI task). "
-            "lm-evaluation-harness, lighteval and Harbor are not supported.",
+            help="Score with a third-party harness: inspect (an Inspect AI task) or harbor "
+            "(agents on a Harbor-format dataset). lm-evaluation-harness and lighteval are "
+            "not supported.",
             show_default=False,
         ),
     ] = None,
@@ -110,7 +112,8 @@ def launch(
         str | None,
         typer.Option(
             help="The Inspect task: a local task file, path/arith.py or path/arith.py@arith, "
-            "sent with the files of its folder (its datasets).",
+            "sent with the files of its folder (its datasets). With --harness harbor: the "
+            "dataset, a local folder of Harbor task folders, sent whole.",
             show_default=False,
         ),
     ] = None,
@@ -118,6 +121,30 @@ def launch(
         list[str] | None,
         typer.Option(
             help="A task argument KEY=VALUE (repeat; a value is read as JSON when it parses).",
+            show_default=False,
+        ),
+    ] = None,
+    harbor_task: Annotated[
+        str | None,
+        typer.Option(
+            help="With --harness harbor: run one task of the dataset (its folder or "
+            "task.toml name).",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="With --harness harbor: the agent, benchwright (the platform's own loop, "
+            "the default), oracle (runs each task's solution) or nop.",
+            show_default=False,
+        ),
+    ] = None,
+    agent_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="With --harness harbor: an agent argument KEY=VALUE, e.g. max_turns=30 "
+            "(repeat; a value is read as JSON when it parses).",
             show_default=False,
         ),
     ] = None,
@@ -197,7 +224,8 @@ def launch(
     sut = parse_model(model, api_base) if model else None
     limits = parse_limits(limit_to or [])
     phase_models = parse_phase_models(phase_model or [])
-    metadata: dict[str, Any] = harness_metadata(harness, harness_task, harness_arg)
+    harbor = HarborFlags(harbor_task, agent, tuple(agent_arg or ()))
+    metadata: dict[str, Any] = harness_metadata(harness, harness_task, harness_arg, harbor)
     if limit is not None:
         metadata["limit"] = limit
     key = _key(
@@ -216,6 +244,7 @@ def launch(
             "harness": harness,
             # The task's files and args too: an edited task file is a new launch.
             "harness_task": metadata.get(f"{harness}_harness"),
+            "harbor_task": harbor_task,
             "compute": compute.value if compute else None,
             "limit": limit,
             "limit_to": sorted(limit_to or []),

@@ -1,0 +1,227 @@
+"""``harness: "harbor"``: agents on a Harbor-format dataset that travels with the launch.
+
+The launch names the dataset, its files, the agent and the agent's arguments::
+
+    metadata.harbor_harness = {
+        "dataset": "benchwright-starter",
+        "files": {"fix-median/task.toml": "...", "fix-median/instruction.md": "...", ...},
+        "agent": "benchwright",            # or "oracle" (runs solution/solve.sh), "nop"
+        "agent_args": {"max_turns": 30},
+    }
+    metadata.harbor_task = "fix-median"    # optional: one task, by folder or task.toml name
+
+Everything that can be known from the files is checked here, before anything is
+written or sent: the dataset's layout and sizes (``benchwright_shared.agentic``),
+the agent and its arguments, a solution for the oracle, and an environment each
+selected task can have on the run's backend. The files travel to the orchestrator
+in the launch (one bus message, so the same cap as an Inspect task's files); the
+run's metadata keeps their names and SHA-256 only.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchwright_gateway.harness import MAX_BUNDLE_BYTES
+from benchwright_shared.agentic import (
+    AgenticDataset,
+    AgenticTask,
+    DatasetLimits,
+    environment_plan,
+    load_dataset,
+)
+from benchwright_shared.hashing import sha256_hex
+from benchwright_shared.refusal import Refused
+
+HARNESS_FIELD = "metadata.harbor_harness"
+TASK_FIELD = "metadata.harbor_task"
+DEFAULT_AGENT = "benchwright"
+AGENTS = ("benchwright", "oracle", "nop")
+SOLVE_SCRIPT = "solution/solve.sh"
+# The backend that runs a task's own image ([environment] docker_image): Kubernetes.
+IMAGE_BACKEND = "sandbox0"
+# One bus message carries the files: each file and all of them within the bundle cap.
+LIMITS = DatasetLimits(max_file_bytes=MAX_BUNDLE_BYTES, max_dataset_bytes=MAX_BUNDLE_BYTES)
+
+
+class HarborHarnessIn(BaseModel):
+    """``metadata.harbor_harness``, its shape only; the files are checked by the loader."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(min_length=1, max_length=128)
+    files: dict[str, str]
+    agent: str = DEFAULT_AGENT
+    agent_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchwrightAgentArgs(BaseModel):
+    """What the platform's own agent loop takes; each absent one is the loop's default."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_turns: int | None = Field(default=None, ge=1, le=500)
+    max_tokens: int | None = Field(default=None, ge=1)
+    wall_time_s: float | None = Field(default=None, gt=0)
+    system_prompt: str | None = Field(default=None, max_length=20_000)
+
+
+@dataclass(frozen=True)
+class HarborLaunch:
+    """A checked harbor launch: what it asked for and the tasks it selects."""
+
+    spec: HarborHarnessIn
+    task: str | None
+    dataset: AgenticDataset
+
+    @property
+    def tasks(self) -> list[AgenticTask]:
+        return list(self.dataset.tasks.values())
+
+    def harness(self) -> dict[str, Any]:
+        """The harness spec the orchestrator reads (``LaunchRun.harness``)."""
+        return {
+            "name": "harbor",
+            "dataset": self.spec.dataset,
+            "files": self.spec.files,
+            "agent": self.spec.agent,
+            "agent_args": self.spec.agent_args,
+            "task": self.task,
+        }
+
+    def kept(self) -> dict[str, Any]:
+        """What the run's metadata keeps of ``harbor_harness``: names, not contents."""
+        return {
+            "dataset": self.spec.dataset,
+            "agent": self.spec.agent,
+            "agent_args": self.spec.agent_args,
+            "files": sorted(self.spec.files),
+            "files_sha256": sha256_hex(json.dumps(self.spec.files, sort_keys=True)),
+            "tasks": list(self.dataset.tasks),
+        }
+
+
+def harbor_launch(
+    metadata: dict[str, Any], compute: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The harness spec for the orchestrator, and the metadata the run keeps, for a
+    run on ``compute`` (the launch's, else the account's default).
+
+    Raises ``Refused`` naming the field at fault.
+    """
+    checked = check_harbor(metadata)
+    for task in checked.tasks:
+        _check_backend(task, compute)
+    return checked.harness(), {**metadata, "harbor_harness": checked.kept()}
+
+
+def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
+    """Everything about a harbor launch that does not depend on its backend."""
+    spec = _spec(metadata.get("harbor_harness"))
+    _check_agent(spec)
+    only = metadata.get("harbor_task")
+    if only is not None and (not isinstance(only, str) or not only):
+        raise Refused(
+            400,
+            "invalid harbor task",
+            "metadata.harbor_task names one task of the dataset: its folder or task.toml name",
+            field=TASK_FIELD,
+        )
+    dataset = load_dataset(spec.files, dataset=spec.dataset, only=only, limits=LIMITS)
+    checked = HarborLaunch(spec=spec, task=only, dataset=dataset)
+    for task in checked.tasks:
+        if spec.agent == "oracle" and not task.has_solution:
+            raise Refused(
+                400,
+                "the oracle agent needs a solution",
+                f"task {task.name!r} has no {SOLVE_SCRIPT}: the oracle runs it",
+                field=task.field_for(SOLVE_SCRIPT),
+                code="missing_solution",
+            )
+        if not task.config.environment.docker_image:
+            environment_plan(task)  # a step that cannot be honoured refuses now
+    return checked
+
+
+def _spec(found: Any) -> HarborHarnessIn:
+    if not isinstance(found, dict):
+        raise Refused(
+            400,
+            "the harbor harness needs its dataset",
+            "name it in metadata.harbor_harness: {dataset, files, agent, agent_args}",
+            field=HARNESS_FIELD,
+        )
+    try:
+        return HarborHarnessIn.model_validate(found)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = [str(p) for p in error["loc"]]
+        where = f"{HARNESS_FIELD}.{loc[0]}" if loc else HARNESS_FIELD
+        if loc[:1] == ["files"] and len(loc) > 1:
+            where = f'{HARNESS_FIELD}.files["{loc[1][:200]}"]'
+        detail = "unknown field" if error["type"] == "extra_forbidden" else str(error["msg"])
+        raise Refused(400, "invalid harbor harness", detail, field=where) from None
+
+
+def _check_agent(spec: HarborHarnessIn) -> None:
+    if spec.agent not in AGENTS:
+        raise Refused(
+            400,
+            "unknown agent",
+            f"agent {spec.agent[:80]!r} is not one this deployment runs; use "
+            "'benchwright' (the platform's own loop, the default), 'oracle' (runs each "
+            "task's solution/solve.sh) or 'nop' (does nothing)",
+            field=f"{HARNESS_FIELD}.agent",
+            code="unknown_agent",
+        )
+    if spec.agent != DEFAULT_AGENT:
+        if spec.agent_args:
+            key = next(iter(spec.agent_args))
+            raise Refused(
+                400,
+                "unknown agent argument",
+                f"the {spec.agent} agent takes no arguments; not {key[:80]!r}",
+                field=f"{HARNESS_FIELD}.agent_args.{key}",
+                code="unknown_agent_arg",
+            )
+        return
+    try:
+        BenchwrightAgentArgs.model_validate(spec.agent_args)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0])
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(BenchwrightAgentArgs.model_fields)
+            raise Refused(
+                400,
+                "unknown agent argument",
+                f"the benchwright agent takes {known}; not {key[:80]!r}",
+                field=f"{HARNESS_FIELD}.agent_args.{key}",
+                code="unknown_agent_arg",
+            ) from None
+        raise Refused(
+            400,
+            "invalid agent argument",
+            f"{key}: {error['msg']}",
+            field=f"{HARNESS_FIELD}.agent_args.{key}",
+        ) from None
+
+
+def _check_backend(task: AgenticTask, compute: str | None) -> None:
+    """A task's own image runs only where images run: the Kubernetes backend. The
+    gateway goes by the launch's ``compute`` (or the account's default): a run left
+    to the deployment's choice may land on the local backend, which has no Docker."""
+    image = task.config.environment.docker_image
+    if image and compute != IMAGE_BACKEND:
+        raise Refused(
+            422,
+            "the task's image needs the Kubernetes backend",
+            f"task {task.name!r} runs the Docker image {image}: a Docker image run needs "
+            f"the Kubernetes backend (compute: {IMAGE_BACKEND!r}); the local backend has no "
+            "Docker. Launch with that compute, or give the task an environment/Dockerfile "
+            "the local backend can honour instead of docker_image",
+            field=task.field_for("task.toml"),
+            code="image_needs_kubernetes",
+        )
