@@ -131,6 +131,10 @@ def _decoded[R](
     return apply(projection, [(position, json.loads(data)) for position, data in raw])
 
 
+# How long a rebuild waits for the live view to reach the stream's end before comparing.
+BEFORE_CATCH_UP_S = 30.0
+
+
 async def rebuild_ordered(
     js: JetStreamContext,
     *,
@@ -147,6 +151,13 @@ async def rebuild_ordered(
     """
     info = await js.stream_info(source.stream)
     last = int(info.state.last_seq)
+    # The live view first catches up with the stream as it stands (it may lag by a
+    # batch or two): else ``before_digest`` would differ from the rebuild's for no
+    # fault of the view's, only for its lag.
+    try:
+        await wait_position(store, blocking, projection, last, timeout=BEFORE_CATCH_UP_S)
+    except TimeoutError:
+        log.warning("%s lags the stream before its rebuild; its digest may too", projection)
     before = await blocking.run(store.digest, projection)
     await blocking.run(store.reset, projection)
     # The replay itself, here, fast; then the feed again, for what came meanwhile.
