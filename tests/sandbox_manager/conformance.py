@@ -5,8 +5,9 @@ it a ``backend_name`` fixture; ``test_conformance.py`` does so for every backend
 in the registry. The suite builds each backend through ``get_backend`` with its
 own settings (an egress proxy it runs itself), so a new backend passes or fails
 the same checks: files, exec and its time limit, snapshots, kill, resource
-limits, a scrubbed environment, no view of the host, and no network but the
-forwarded addresses.
+limits, a scrubbed environment, no view of the host, no network but the
+forwarded addresses, and a sandbox's own absolute directories (``TASK_DIRS``, as
+a Harbor task has them; a remote backend's fake must be able to present them).
 """
 
 import asyncio
@@ -38,6 +39,18 @@ from tests.sandbox_manager.probes import (
 )
 
 SECRET = "sk-conformance-must-not-leak"
+# A sandbox's own absolute directories, as a Harbor task's sandbox has them.
+TASK_DIRS = ("/app", "/logs")
+# Where it is, what /app holds, a reward; then the working directory's listing ($HOME).
+HARBOR_STEP = (
+    "pwd; cat x.txt; mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; "
+    "touch mine; ls -A \"$HOME\" | tr '\\n' ' '; echo"
+)
+OWNERSHIP = (
+    "import json, os\n"
+    "print(json.dumps({d: [os.access(d, os.W_OK), os.stat(d + '/mine').st_uid == os.getuid()]"
+    " for d in ('/app', '/logs')}))"
+)
 REPOSITORY = Path(__file__).resolve().parents[2]
 HOST_PASSWD = Path("/etc/passwd").read_text()
 
@@ -118,6 +131,126 @@ class BackendConformance:
         for path in ("host", "up/secret.txt"):
             with pytest.raises(UnsafePathError):
                 await backend.get_file(sandbox, path)
+
+    # -- a sandbox's own absolute directories ------------------------------------------
+    @pytest.fixture
+    async def task_sandbox(self, backend: SandboxBackend) -> AsyncIterator[str]:
+        sandbox_id = f"sbx_{uuid.uuid4()}"
+        await backend.create(sandbox_id, dirs=TASK_DIRS)
+        yield sandbox_id
+        await backend.kill(sandbox_id)
+
+    async def test_a_harbor_task_runs_in_its_own_directories(
+        self, backend: SandboxBackend, task_sandbox: str
+    ) -> None:
+        await backend.put_file(task_sandbox, "/app/x.txt", b"given\n")
+        await backend.put_file(task_sandbox, "kept.txt", b"in the working directory")
+        step = await backend.exec(
+            task_sandbox,
+            ["sh", "-c", HARBOR_STEP],
+            stdin=None,
+            env={},
+            timeout_s=30,
+            cwd="/app",
+        )
+        assert step.exit_code == 0, step.stderr
+        where, given, listing = step.stdout.splitlines()
+        assert (where, given) == ("/app", "given")
+        # /work shows the working directory's files, never the folders behind /app or /logs.
+        assert "kept.txt" in listing.split()
+        assert not {"app", "logs", "dirs", "x.txt", "mine"} & set(listing.split()), listing
+        reward = await self.run(backend, task_sandbox, ["cat", "/logs/verifier/reward.txt"])
+        assert (reward.exit_code, reward.stdout) == (0, "1\n")
+        assert await backend.get_file(task_sandbox, "/logs/verifier/reward.txt") == b"1\n"
+        touch = await backend.exec(
+            task_sandbox, ["touch", "mine"], stdin=None, env={}, timeout_s=30, cwd="/logs"
+        )
+        assert touch.exit_code == 0, touch.stderr
+        owned = await self.run(backend, task_sandbox, ["python", "-c", OWNERSHIP])
+        assert json.loads(owned.stdout) == {"/app": [True, True], "/logs": [True, True]}
+        below = await backend.exec(
+            task_sandbox, ["pwd"], stdin=None, env={}, timeout_s=30, cwd="/logs/verifier"
+        )
+        assert below.stdout == "/logs/verifier\n"
+        missing = await backend.exec(
+            task_sandbox, ["pwd"], stdin=None, env={}, timeout_s=30, cwd="/app/nowhere"
+        )
+        assert missing.exit_code == 126 and "/app/nowhere" in missing.stderr
+
+    async def test_only_the_sandboxs_own_directories_take_absolute_paths(
+        self, backend: SandboxBackend, task_sandbox: str, sandbox: str
+    ) -> None:
+        for bad in ("/etc/passwd", "/app/../etc/x", "/app", "/application/x", "/tmp/x"):
+            with pytest.raises(UnsafePathError):
+                await backend.put_file(task_sandbox, bad, b"no")
+        with pytest.raises(UnsafePathError):
+            await backend.put_file(sandbox, "/app/x.txt", b"no dirs here")
+        for cwd in ("/etc", "/work", "../x", "/app/../etc"):
+            with pytest.raises(UnsafePathError):
+                await backend.exec(
+                    task_sandbox, ["true"], stdin=None, env={}, timeout_s=30, cwd=cwd
+                )
+        plant = "ln -s /etc/hostname /app/host && ln -s .. /logs/up"
+        assert (await self.run(backend, task_sandbox, ["sh", "-c", plant])).exit_code == 0
+        for path in ("/app/host", "/logs/up/etc/hostname"):
+            with pytest.raises(UnsafePathError):
+                await backend.get_file(task_sandbox, path)
+
+    @pytest.mark.parametrize(
+        "dirs",
+        [
+            ["app"],
+            ["/"],
+            ["/app/"],
+            ["/app/../etc"],
+            ["//app"],
+            ["/etc/app"],
+            ["/usr"],
+            ["/lib64/x"],
+            ["/tmp"],
+            ["/opt"],
+            ["/work/app"],
+            ["/app", "/app/sub"],
+            [f"/d{i}" for i in range(17)],
+        ],
+    )
+    async def test_bad_directories_are_refused_before_anything_exists(
+        self, backend: SandboxBackend, dirs: list[str]
+    ) -> None:
+        sandbox_id = f"sbx_{uuid.uuid4()}"
+        with pytest.raises(UnsafePathError):
+            await backend.create(sandbox_id, dirs=dirs)
+        with pytest.raises((BackendError, OSError)):
+            await backend.get_file(sandbox_id, "anything")
+
+    async def test_the_disk_quota_counts_the_own_directories(
+        self, backend: SandboxBackend, task_sandbox: str
+    ) -> None:
+        limits = self.limits(disk_mb=32, file_size_mb=8)
+        fill = (
+            "import itertools\n"
+            "for i in itertools.count():\n"
+            "    open(f'/logs/fill{i}', 'wb').write(b'x' * (4 << 20))\n"
+        )
+        result = await backend.exec(
+            task_sandbox,
+            ["python", "-c", fill],
+            stdin=None,
+            env={},
+            timeout_s=60,
+            limits=limits,
+            cwd="/app",
+        )
+        assert result.exit_code != 0 and not result.timed_out
+        assert "disk quota" in result.stderr
+
+    async def test_kill_takes_the_own_directories_too(self, backend: SandboxBackend) -> None:
+        sandbox_id = f"sbx_{uuid.uuid4()}"
+        await backend.create(sandbox_id, dirs=TASK_DIRS)
+        await backend.put_file(sandbox_id, "/app/x.txt", b"x")
+        await backend.kill(sandbox_id)
+        with pytest.raises((BackendError, OSError)):
+            await backend.get_file(sandbox_id, "/app/x.txt")
 
     # -- exec -----------------------------------------------------------------------
     async def test_exec_reports_exit_code_output_and_takes_stdin(

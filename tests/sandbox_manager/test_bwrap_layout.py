@@ -130,3 +130,70 @@ def test_an_unprivileged_service_sandboxes_in_a_user_namespace(place: Path) -> N
     }
     # Files the sandbox writes belong to the service's user on the host.
     assert (work / "written").stat().st_uid == NOBODY
+
+
+TASK_SCRIPT = """
+import json, os
+open("written", "w").write("in /app")
+os.makedirs("/logs/verifier")
+open("/logs/verifier/reward.txt", "w").write("1")
+print(json.dumps({
+    "cwd": os.getcwd(), "uid": os.getuid(),
+    "owners": {d: os.stat(d).st_uid for d in ("/app", "/logs", "/work")},
+    "work": sorted(os.listdir("/work")),
+}))
+"""
+
+
+def test_an_unprivileged_service_presents_a_sandboxs_own_directories(place: Path) -> None:
+    """In a user namespace the service's user is the sandbox's: the folders behind /app
+    and /logs are the sandbox user's inside, and what it writes there the service's."""
+    sandbox = place / "sbx"
+    work, private = sandbox / "work", place / "private"
+    app, logs = sandbox / "dirs" / "app", sandbox / "dirs" / "logs"
+    for folder in (work, app, logs):
+        folder.mkdir(parents=True)
+    bwrap.write_identity(private, bwrap.USERNS_ID, [])
+    launcher = place / "init.py"
+    launcher.write_text(LAUNCHER_SOURCE)
+    for path in (*sandbox.rglob("*"), sandbox, private, private / "net", *private.iterdir()):
+        os.chown(path, NOBODY, NOBODY)
+    help_text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
+    layout = bwrap.Layout(
+        bwrap=shutil.which("bwrap") or "bwrap",
+        features=bwrap.parse_features(help_text),
+        privileged=False,
+        runtime=bwrap.Runtime(executable=os.path.realpath(SYSTEM_PYTHON), prefix="/usr"),
+        launcher=launcher,
+        workdir=work,
+        private=private,
+        tmp_mb=16,
+        dirs=(("/app", app), ("/logs", logs)),
+    )
+    env_read, env_write = os.pipe()
+    os.write(env_write, json.dumps({"PATH": "/usr/bin:/bin"}).encode())
+    os.close(env_write)
+    config: dict[str, object] = {
+        "env_fd": env_read,
+        "uid": None,
+        "gid": None,
+        "limits": {"cpu_seconds": 20, "memory_mb": 1024, "file_size_mb": 8, "max_procs": 12},
+        "forwards": [],
+        "cwd": "/app",
+    }
+    done = subprocess.run(
+        layout.argv(config, ["python3", "-c", TASK_SCRIPT]),
+        pass_fds=(env_read,),
+        preexec_fn=as_nobody,
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    os.close(env_read)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["cwd"] == "/app" and seen["work"] == []
+    assert seen["owners"] == dict.fromkeys(("/app", "/logs", "/work"), bwrap.USERNS_ID)
+    assert (app / "written").stat().st_uid == NOBODY
+    assert (logs / "verifier" / "reward.txt").read_text() == "1"

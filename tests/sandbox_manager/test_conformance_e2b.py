@@ -20,7 +20,7 @@ from benchwright_sandbox_manager.backends.e2b import backend as e2b_backend
 from benchwright_sandbox_manager.backends.e2b.commands import proxied_env
 from benchwright_sandbox_manager.ports import IsolationUnavailableError, SandboxBackend
 from benchwright_shared.settings import Settings
-from tests.sandbox_manager.conformance import BackendConformance
+from tests.sandbox_manager.conformance import TASK_DIRS, BackendConformance
 from tests.sandbox_manager.fakes.e2b_api import FakeE2B
 from tests.sandbox_manager.probes import Listener, gone, marker
 
@@ -47,7 +47,7 @@ def no_e2b_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 async def fake_e2b(tmp_path: Path) -> AsyncIterator[FakeE2B]:
-    fake = await FakeE2B(tmp_path / "fake-e2b", API_KEY).start()
+    fake = await FakeE2B(tmp_path / "fake-e2b", API_KEY, vm_dirs=TASK_DIRS).start()
     yield fake
     await fake.close()
 
@@ -197,6 +197,40 @@ class TestE2BBackend(BackendConformance):
         await again.kill(sandbox)
         await again.close()
         assert fake_e2b.sandboxes == {}
+
+    async def test_only_the_own_directories_are_made_as_root(
+        self, backend: SandboxBackend, sandbox: str, task_sandbox: str, fake_e2b: FakeE2B
+    ) -> None:
+        """Root makes a task's directories and hands them to the user; nothing else
+        (no command, no file) runs as root, and a sandbox without them asks root nothing."""
+        (as_root,) = fake_e2b.as_root
+        assert "mkdir -p -- /app /logs && chown -- " in as_root
+        made = {
+            box.metadata[e2b_backend.META_KEY]: box.metadata for box in fake_e2b.sandboxes.values()
+        }
+        assert made[task_sandbox][e2b_backend.META_DIRS] == json.dumps(list(TASK_DIRS))
+        assert e2b_backend.META_DIRS not in made[sandbox]
+        result = await self.run(backend, task_sandbox, ["id", "-u"])
+        assert result.stdout.strip() != "0" and len(fake_e2b.as_root) == 1
+
+    async def test_a_restarted_backend_finds_a_sandboxs_own_directories(
+        self,
+        task_sandbox: str,
+        fake_e2b: FakeE2B,
+        egress: Listener,
+        tmp_path: Path,
+    ) -> None:
+        settings = Settings.model_validate(
+            {"data_dir": tmp_path / "data", **e2b_settings(fake_e2b, egress.port)}
+        )
+        again = get_backend("e2b", tmp_path / "again", settings)
+        await again.start()
+        await again.put_file(task_sandbox, "/logs/kept.txt", b"after a restart")
+        result = await again.exec(
+            task_sandbox, ["cat", "kept.txt"], stdin=None, env={}, timeout_s=30, cwd="/logs"
+        )
+        assert (result.exit_code, result.stdout) == (0, "after a restart")
+        await again.close()
 
     async def test_a_launcher_past_its_wall_clock_is_killed_from_outside(
         self, backend: SandboxBackend, sandbox: str, monkeypatch: pytest.MonkeyPatch

@@ -190,6 +190,23 @@ class TestSandbox0Backend(BackendConformance):
         )
         await backend.kill(sandbox_id)  # nothing left: nothing to do
 
+    async def test_a_sandboxs_own_directories_are_volumes_of_its_pod(
+        self, backend: SandboxBackend, task_sandbox: str, kube: FakeKube
+    ) -> None:
+        spec = kube.pods[object_name(task_sandbox)]["spec"]
+        (container,) = spec["containers"]
+        assert container["volumeMounts"][2:] == [
+            {"name": "dir-0", "mountPath": "/app"},
+            {"name": "dir-1", "mountPath": "/logs"},
+        ]
+        disk = f"{_sandbox0(backend).limits.disk_mb}Mi"
+        assert spec["volumes"][2:] == [
+            {"name": "dir-0", "emptyDir": {"sizeLimit": disk}},
+            {"name": "dir-1", "emptyDir": {"sizeLimit": disk}},
+        ]
+        # The root filesystem stays read-only: the volumes are the only new writable places.
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
     async def test_a_command_sees_nothing_of_the_container(
         self, backend: SandboxBackend, sandbox: str
     ) -> None:

@@ -276,8 +276,8 @@ async def test_every_attack_fails_and_the_sweep_finishes_with_err_rows(
                         str(THIS_FILE),  # the repository
                         str(Path.home() / ".ssh"),
                         str(data_dir),
-                        str(sandboxes_dir / other_id / "secret.txt"),
-                        f"../{other_id}/secret.txt",
+                        str(sandboxes_dir / other_id / "work" / "secret.txt"),
+                        f"../{other_id}/work/secret.txt",
                         "/proc/1/root/etc/shadow",
                     ],
                 },
@@ -342,7 +342,7 @@ async def test_every_attack_fails_and_the_sweep_finishes_with_err_rows(
     )
     assert isinstance(killed, SandboxKilled)
     assert not (sandboxes_dir / sandbox_id).exists()
-    assert (sandboxes_dir / other_id / "secret.txt").read_text() == "another run's data"
+    assert (sandboxes_dir / other_id / "work" / "secret.txt").read_text() == "another run's data"
 
 
 async def test_a_scorer_filling_the_disk_is_stopped_by_the_quota(
@@ -361,7 +361,7 @@ async def test_a_scorer_filling_the_disk_is_stopped_by_the_quota(
             finished, rows = await sweep(service, sandbox_id, 1, model)
         assert finished.error_type == "sandbox_exec_failed" and rows == {}
         assert "disk quota of 128 MiB" in (finished.detail or "")
-        workdir = service.service.manager.root / "local" / sandbox_id
+        workdir = service.service.manager.root / "local" / sandbox_id / "work"
         written = sum(f.stat().st_size for f in workdir.glob("fill*.bin"))
         assert 128 << 20 <= written < 1 << 30  # stopped within moments of reaching the quota
     finally:

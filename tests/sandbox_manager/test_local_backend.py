@@ -129,7 +129,7 @@ async def test_an_operator_can_opt_into_running_unisolated(
     result = await backend.exec(
         "s1", ["python", "-c", "import os; print(os.getcwd())"], stdin=None, env={}, timeout_s=30
     )
-    assert (result.exit_code, result.stdout.strip()) == (0, str(tmp_path / "s1"))
+    assert (result.exit_code, result.stdout.strip()) == (0, str(tmp_path / "s1" / "work"))
     await backend.kill("s1")
     await backend.close()
 
@@ -152,8 +152,9 @@ async def test_a_root_service_runs_each_sandbox_as_its_own_uid(tmp_path: Path) -
         seen.append(int(uid))
     assert seen[0] != seen[1]
     # What the service wrote is the sandbox's to change.
-    assert (tmp_path / "s1" / "given" / "file.txt").stat().st_uid == seen[0]
-    assert (tmp_path / "s1" / "given").stat().st_uid == seen[0]
+    assert (tmp_path / "s1" / "work" / "given" / "file.txt").stat().st_uid == seen[0]
+    assert (tmp_path / "s1" / "work" / "given").stat().st_uid == seen[0]
+    assert (tmp_path / "s1").stat().st_uid == 0  # the sandbox's own folder is the service's
     await backend.close()
 
 

@@ -1,25 +1,35 @@
 """ExecInSandbox: write files, run one command, return its exit code and output."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from benchwright_sandbox_manager.egress import egress_env
-from benchwright_sandbox_manager.ports import ExecResult, SandboxBackend, safe_relative_path
+from benchwright_sandbox_manager.ports import (
+    ExecResult,
+    SandboxBackend,
+    sandbox_cwd,
+    sandbox_path,
+)
 from benchwright_shared.contracts import ExecInSandbox, SandboxFile
 
 FileContent = Callable[[SandboxFile], Awaitable[bytes]]
 
 
 async def run_exec(
-    backend: SandboxBackend, command: ExecInSandbox, file_content: FileContent
+    backend: SandboxBackend,
+    command: ExecInSandbox,
+    file_content: FileContent,
+    dirs: Sequence[str] = (),
 ) -> ExecResult:
     """Carry out one ``ExecInSandbox`` and return how it ended.
 
-    Files are checked before any is written, so a bad path writes nothing. An
-    empty ``argv`` only writes the files and answers exit code 0. Backend
-    errors propagate: the manager turns them into the command's failure.
+    Files (and ``cwd``) are checked before any is written against the sandbox's own
+    directories ``dirs``, so a bad path writes nothing. An empty ``argv`` only writes
+    the files and answers exit code 0. Backend errors propagate: the manager turns
+    them into the command's failure.
     """
     for file in command.files:
-        safe_relative_path(file.path)
+        sandbox_path(file.path, dirs)
+    sandbox_cwd(command.cwd, dirs)
     for file in command.files:
         await backend.put_file(command.sandbox_id, file.path, await file_content(file))
     if not command.argv:
@@ -31,4 +41,5 @@ async def run_exec(
         stdin=command.stdin.encode() if command.stdin is not None else None,
         env={**egress, **command.env},
         timeout_s=command.timeout_s,
+        cwd=command.cwd,
     )

@@ -37,7 +37,8 @@ from benchwright_sandbox_manager.ports import (
     SandboxBackend,
     SandboxLimits,
     UnsafePathError,
-    safe_relative_path,
+    sandbox_dirs,
+    sandbox_path,
 )
 from benchwright_sandbox_manager.presence import StartedTasks
 from benchwright_sandbox_manager.runtime import runtime_files
@@ -91,6 +92,7 @@ REFUSAL_STATUS = {
     "sandbox_killed": 409,
     "already_killed": 409,
     "not_held_here": 409,
+    "snapshot_unsupported": 409,
     "isolation_unavailable": 503,
 }
 
@@ -108,6 +110,11 @@ class CommandRefused(Refused):
     @property
     def error_type(self) -> str:
         return self.code
+
+
+def sandbox_dirs_of(sandbox: Sandbox) -> tuple[str, ...]:
+    """The absolute directories a sandbox was created with (``CreateSandbox.dirs``)."""
+    return tuple(sandbox.metadata.get("dirs") or ())
 
 
 def refusal(exc: BaseException, default: str) -> CommandRefused:
@@ -238,22 +245,26 @@ class SandboxManager:
         except KeyError as exc:
             raise CommandRefused("unknown_backend", str(exc)) from None
         # Refuse what cannot work before a sandbox exists to be cleaned up.
+        dirs = sandbox_dirs(command.dirs)
         for file in command.files:
-            safe_relative_path(file.path)
+            sandbox_path(file.path, dirs)
         archive = await self._archive(command.from_snapshot) if command.from_snapshot else None
-        metadata = {
+        metadata: dict[str, Any] = {
             "benchwright_role": command.role,
             "run_id": command.run_id,
             "account": command.account,
         }
         if command.from_snapshot:
             metadata["from_snapshot"] = command.from_snapshot
+        if dirs:
+            metadata["dirs"] = list(dirs)
         sandbox_id = self.app.sandbox_id_for(command.command_id)
         if await self.store.run(self.app.get, sandbox_id) is not None:
             return  # made by an earlier delivery of this command: its event answered
         with contextlib.suppress(Exception):
             await backend.kill(sandbox_id)  # what an earlier delivery here left half made
-        await backend.create(sandbox_id)  # refuses (isolation_unavailable) before anything exists
+        # Refuses (isolation_unavailable, unsafe_path) before anything exists.
+        await backend.create(sandbox_id, dirs=dirs)
         try:
             metadata["isolation"] = backend.isolation
             if archive is not None:
@@ -395,7 +406,8 @@ class SandboxManager:
 
     async def _exec(self, command: ExecInSandbox) -> None:
         sandbox = await self.held_sandbox(command.sandbox_id)
-        result = await run_exec(self.backend(sandbox.backend), command, self.file_content)
+        backend = self.backend(sandbox.backend)
+        result = await run_exec(backend, command, self.file_content, sandbox_dirs_of(sandbox))
         finished = SandboxExecFinished(
             command_id=command.command_id,
             run_id=command.run_id,
@@ -448,6 +460,13 @@ class SandboxManager:
         sandbox = await self.held_sandbox(command.sandbox_id)
         if command.command_id in sandbox.snapshots:
             return  # a repeated command: the first one's event already answered
+        if dirs := sandbox_dirs_of(sandbox):
+            raise CommandRefused(
+                "snapshot_unsupported",
+                f"{command.sandbox_id} presents directories outside its working directory "
+                f"({', '.join(dirs)}) that a snapshot would miss: such a sandbox is not "
+                "snapshotted",
+            )
         backend = self.backend(sandbox.backend)
         scratch = self.snapshots.scratch()
         try:

@@ -1,5 +1,6 @@
 """What a sandbox backend must do. Every backend passes the same conformance suite."""
 
+import posixpath
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -9,6 +10,24 @@ from benchwright_shared.settings import Settings
 
 # ``ExecInSandbox`` reports at most this much of each of stdout and stderr.
 OUTPUT_LIMIT_BYTES = 64 * 1024
+
+# A sandbox's own absolute directories (``CreateSandbox.dirs``): at most this many,
+# and none in, at or over a place the system or a backend keeps for itself (``/lib*``
+# is any top-level name starting with ``lib``).
+MAX_SANDBOX_DIRS = 16
+SYSTEM_PLACES = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/tmp",
+    "/run",
+    "/opt/benchwright",
+    "/work",
+)
 
 
 class BackendError(Exception):
@@ -70,6 +89,99 @@ def safe_relative_path(path: str) -> str:
     return pure.as_posix()
 
 
+def is_within(path: str, place: str) -> bool:
+    """Whether the absolute ``path`` is ``place`` or lies below it."""
+    return path == place or path.startswith(place.rstrip("/") + "/")
+
+
+def _plain_absolute(path: str) -> bool:
+    return (
+        path.startswith("/")
+        and not path.startswith("//")
+        and posixpath.normpath(path) == path
+        and not any(ch in path for ch in "\\\0")
+        and all(ord(ch) >= 32 for ch in path)
+    )
+
+
+def sandbox_dirs(dirs: Sequence[str]) -> tuple[str, ...]:
+    """``dirs`` checked as a sandbox's own absolute directories, or ``UnsafePathError``
+    naming the first that is not: absolute and normalised (no ``..``, no trailing
+    slash), not ``/``, apart from the system's places and from each other."""
+    if len(dirs) > MAX_SANDBOX_DIRS:
+        raise UnsafePathError(
+            f"a sandbox presents at most {MAX_SANDBOX_DIRS} directories, not {len(dirs)}"
+        )
+    checked: list[str] = []
+    for place in dirs:
+        if not _plain_absolute(place) or place == "/":
+            raise UnsafePathError(
+                f"directory {place!r} is not a plain absolute path below / "
+                "(normalised, no '..', no trailing slash)"
+            )
+        top = place.split("/")[1]
+        taken = next(
+            (p for p in SYSTEM_PLACES if is_within(place, p) or is_within(p, place)),
+            f"/{top}" if top.startswith("lib") else None,
+        )
+        if taken is not None:
+            raise UnsafePathError(
+                f"directory {place!r} would meet {taken}, which the system or the sandbox "
+                "keeps for itself"
+            )
+        for other in checked:
+            if is_within(place, other) or is_within(other, place):
+                raise UnsafePathError(
+                    f"directory {place!r} overlaps {other!r}: a sandbox's directories lie apart"
+                )
+        checked.append(place)
+    return tuple(checked)
+
+
+def sandbox_path(path: str, dirs: Sequence[str]) -> str:
+    """A file's path as a sandbox takes it, or ``UnsafePathError``: a plain relative
+    path (``safe_relative_path``), or an absolute one strictly inside one of ``dirs``."""
+    if not path.startswith("/"):
+        return safe_relative_path(path)
+    if not _plain_absolute(path):
+        raise UnsafePathError(
+            f"file path {path!r} escapes the sandbox: '..' and unnormalised paths are refused"
+        )
+    if not any(is_within(path, place) and path != place for place in dirs):
+        where = ", ".join(dirs) if dirs else "none"
+        raise UnsafePathError(
+            f"file path {path!r} escapes the sandbox: an absolute path must lie in one of "
+            f"the sandbox's directories ({where})"
+        )
+    return path
+
+
+def split_path(path: str, dirs: Sequence[str]) -> tuple[str, str]:
+    """An absolute ``path`` checked by ``sandbox_path``: (its directory, the rest);
+    ``rest`` is "" when ``path`` is the directory itself."""
+    for place in dirs:
+        if is_within(path, place):
+            return place, path[len(place) :].lstrip("/")
+    raise UnsafePathError(f"path {path!r} is in none of the sandbox's directories")
+
+
+def sandbox_cwd(cwd: str | None, dirs: Sequence[str]) -> str | None:
+    """Where a command starts, checked: None for the working directory (None or "."),
+    a plain relative path below it, or one of ``dirs`` or below one; else
+    ``UnsafePathError``."""
+    if cwd is None or cwd == ".":
+        return None
+    if not cwd.startswith("/"):
+        return safe_relative_path(cwd)
+    if _plain_absolute(cwd) and any(is_within(cwd, place) for place in dirs):
+        return cwd
+    where = ", ".join(dirs) if dirs else "none"
+    raise UnsafePathError(
+        f"working directory {cwd!r} is refused: a command starts in the sandbox's working "
+        f"directory ('.'), below it, or in one of the sandbox's directories ({where})"
+    )
+
+
 @dataclass(frozen=True)
 class ExecResult:
     """How one command in a sandbox ended; output already cut to the limit.
@@ -101,20 +213,24 @@ class SandboxBackend(Protocol):
     async def close(self) -> None:
         """Release what the backend holds (forwarders, scratch space); sandboxes stay."""
 
-    async def create(self, sandbox_id: str) -> None:
-        """Provision an empty sandbox.
+    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
+        """Provision an empty sandbox; with ``dirs`` (checked by ``sandbox_dirs``), one
+        that also presents those absolute directories, empty, writable and its user's.
 
-        Raises ``IsolationUnavailableError`` when the backend cannot isolate it.
+        Raises ``IsolationUnavailableError`` when the backend cannot isolate it (or
+        cannot present ``dirs``), ``UnsafePathError`` for a directory it cannot place.
         """
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        """Write a file at ``path`` relative to the sandbox's working directory.
+        """Write a file at ``path``: relative to the sandbox's working directory, or
+        absolute inside one of its ``dirs``.
 
-        Raises ``UnsafePathError`` for a path that is absolute or contains ``..``.
+        Raises ``UnsafePathError`` for any other path (``sandbox_path``), or one that
+        leads out through a symlink.
         """
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
-        """Read a file relative to the sandbox's working directory."""
+        """Read a file named as ``put_file`` names it."""
 
     def inside_path(self, sandbox_id: str, path: str) -> str:
         """The absolute path a command in the sandbox sees for ``path`` (relative to
@@ -146,16 +262,19 @@ class SandboxBackend(Protocol):
         env: Mapping[str, str],
         timeout_s: float,
         limits: SandboxLimits | None = None,
+        cwd: str | None = None,
     ) -> ExecResult:
         """Run ``argv`` to its end and report exit code and (cut) output.
 
         A command that overruns ``timeout_s`` has its whole process tree killed
         and comes back with ``timed_out``; the sandbox stays usable. Nothing the
-        command started outlives it.
+        command started outlives it. ``cwd`` (checked by ``sandbox_cwd``) is where it
+        starts; one that cannot be entered ends the command with exit code 126.
         """
 
     async def snapshot(self, sandbox_id: str, dest: Path) -> None:
-        """Write the sandbox's filesystem to ``dest`` as a deterministic archive."""
+        """Write the sandbox's working directory to ``dest`` as a deterministic archive
+        (not its ``dirs``: the manager refuses to snapshot a sandbox that has them)."""
 
     async def restore(self, sandbox_id: str, archive: Path) -> None:
         """Unpack an archive written by ``snapshot`` into a freshly created sandbox."""

@@ -130,7 +130,11 @@ class DeleteRun(Contract):
 
 
 class SandboxFile(BaseModel):
-    """A file to place in a sandbox: inline text, or an object-store blob."""
+    """A file to place in a sandbox: inline text, or an object-store blob.
+
+    ``path`` is relative to the sandbox's working directory, or absolute when it lies
+    in one of the sandbox's ``CreateSandbox.dirs``; anything else is refused.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -151,6 +155,11 @@ class CreateSandbox(Contract):
     files: list[SandboxFile] = Field(default_factory=list)
     # Start from a snapshot's filesystem instead of an empty one; ``files`` go on top.
     from_snapshot: str | None = None
+    # Absolute directories the sandbox also presents, empty, writable and owned by its
+    # user (a Harbor task's ``/app``, ``/logs``, ``/tests``, ``/solution``): normalised,
+    # apart from each other and from the system's places; at most 16. Such a sandbox
+    # cannot be snapshotted (its snapshot would miss them).
+    dirs: list[str] = Field(default_factory=list)
 
 
 class Egress(BaseModel):
@@ -185,9 +194,13 @@ class ExecInSandbox(Contract):
     timeout_s: float = 120.0
     env: dict[str, str] = Field(default_factory=dict)
     egress: Egress | None = None
-    # Files (relative paths) to hand out once the command ends: each goes to the
-    # artifacts bucket and comes back in ``SandboxExecFinished.exported``.
+    # Files to hand out once the command ends (relative paths, or absolute ones in the
+    # sandbox's ``dirs``): each goes to the artifacts bucket and comes back in
+    # ``SandboxExecFinished.exported``.
     export: list[str] = Field(default_factory=list, max_length=1000)
+    # Where the command starts: None or "." the sandbox's working directory, a relative
+    # path below it, or one of the sandbox's ``dirs`` (or below one).
+    cwd: str | None = None
 
 
 class SnapshotSandbox(Contract):

@@ -15,8 +15,14 @@ Nothing runs on this host directly: each fake sandbox is a sandbox of the ``loca
 backend (bubblewrap) and each ``Start`` one command in it, so the conformance
 suite's isolation checks meet real isolation while it proves the e2b adapter. The
 sandbox user's home is the local sandbox's ``/work``; the file API serves nothing
-else. An address a sandbox's network rules deny leads nowhere: the fake points it at
-a closed port before the local backend builds its forwarders.
+else but the VM's ``vm_dirs``. An address a sandbox's network rules deny leads
+nowhere: the fake points it at a closed port before the local backend builds its
+forwarders.
+
+The VM's root filesystem is bubblewrap's, read-only: what root may make there is
+laid out in advance (``vm_dirs``: each local sandbox has them, empty and the user's).
+A process started as ``root`` is recorded (``as_root``) and runs as the user, who can
+do there what the backend asks of root: ``mkdir -p`` and ``chown`` to itself.
 """
 
 import asyncio
@@ -27,7 +33,7 @@ import ipaddress
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import AsyncIterator, Coroutine, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path, PurePosixPath
@@ -136,8 +142,17 @@ class _NoSignals(uvicorn.Server):
 class FakeE2B:
     """The fake, serving both the REST API and envd at ``url``."""
 
-    def __init__(self, root: Path, api_key: str, local_settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        api_key: str,
+        local_settings: Settings | None = None,
+        vm_dirs: Sequence[str] = (),
+    ) -> None:
         self.api_key = api_key
+        self.vm_dirs = tuple(vm_dirs)
+        # Every command a process was started as root for, in order.
+        self.as_root: list[str] = []
         settings = local_settings or Settings(data_dir=root / "data")
         backend = get_backend("local", root / "sandboxes", settings)
         assert isinstance(backend, LocalBackend)
@@ -235,7 +250,7 @@ class FakeE2B:
             access_token=uuid.uuid4().hex,
             timeout_s=body.get("timeout"),
         )
-        await self.local.create(box.local_id)
+        await self.local.create(box.local_id, dirs=self.vm_dirs)
         self.sandboxes[sandbox_id] = box
         self.created.append((sandbox_id, dict(box.metadata)))
         return JSONResponse(box.info(), status_code=201)
@@ -300,10 +315,11 @@ class FakeE2B:
             raise PermissionError("invalid access token")
         return box
 
-    def _user(self, headers: Any) -> str:
+    def _user(self, headers: Any, *, root: bool = False) -> str:
+        """Who a request is for: ``user``, or (``root``: for a process) ``root``."""
         encoded = headers.get("authorization", "").removeprefix("Basic ")
         user = base64.b64decode(encoded).decode().partition(":")[0] if encoded else "user"
-        if user != "user":
+        if user != "user" and not (root and user == "root"):
             raise PermissionError(f"the fake runs everything as 'user', not {user!r}")
         return user
 
@@ -320,9 +336,13 @@ class FakeE2B:
         return box if isinstance(box, Response) else Response(status_code=204)
 
     # -- envd: files --------------------------------------------------------------------
+    def _places(self, box: FakeSandbox) -> dict[str, Path]:
+        """What the file API serves: the user's home and the VM's dirs, to their folders."""
+        return {HOME: self.local.workdir(box.local_id), **self.local.dir_mounts(box.local_id)}
+
     def host_path(self, box: FakeSandbox, path: str) -> Path:
         """Where ``path`` (as the sandbox sees it, symlinks followed there) is on this host."""
-        base = self.local._dir(box.local_id)
+        base = self._places(box)
         if not path.startswith("/"):
             path = f"{HOME}/{path}"
         todo = list(PurePosixPath(path).parts[1:])
@@ -348,7 +368,7 @@ class FakeE2B:
             at.append(part)
         found = _on_host(base, at)
         if found is None:
-            raise _Outside(f"the fake serves only {HOME} (the user's home), not {path}")
+            raise _Outside(f"the fake serves only {sorted(base)} (the user's home), not {path}")
         return found
 
     async def _read(self, request: Request) -> Response:
@@ -388,7 +408,8 @@ class FakeE2B:
             async for chunk in request.stream():
                 out.write(chunk)
         # The sandbox user owns what envd writes for it.
-        self.local._own(target, box.local_id)
+        folder = next(f for f in self._places(box).values() if target.is_relative_to(f))
+        self.local._own(target, box.local_id, base=folder)
         return JSONResponse([{"name": target.name, "type": "file", "path": path}])
 
     # -- envd: processes ---------------------------------------------------------------
@@ -451,11 +472,14 @@ class FakeE2B:
         raise ConnectError(Code.NOT_FOUND, "process not found")
 
 
-def _on_host(base: Path, parts: list[str]) -> Path | None:
-    """The host path of ``/<parts>`` when it lies in the user's home (``/work``)."""
-    if parts[:1] != [HOME.strip("/")]:
-        return None
-    return base.joinpath(*parts[1:])
+def _on_host(places: dict[str, Path], parts: list[str]) -> Path | None:
+    """The host path of ``/<parts>`` when it lies in one of ``places`` (the user's home,
+    ``/work``, and the VM's dirs)."""
+    for inside, folder in places.items():
+        top = inside.strip("/").split("/")
+        if parts[: len(top)] == top:
+            return folder.joinpath(*parts[len(top) :])
+    return None
 
 
 def _event(name: str, value: Any) -> process_pb.StartResponse:
@@ -479,7 +503,8 @@ class _ProcessService(process_connect.Process):
         headers = ctx.request_headers
         try:
             box = self.fake.envd_sandbox(headers)
-            self.fake._user(headers)
+            if self.fake._user(headers, root=True) == "root" and request.process is not None:
+                self.fake.as_root.append(" ".join([request.process.cmd, *request.process.args]))
         except LookupError as exc:
             raise ConnectError(Code.UNAVAILABLE, str(exc)) from None
         except PermissionError as exc:

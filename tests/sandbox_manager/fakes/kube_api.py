@@ -13,7 +13,8 @@ Nothing runs on this host directly. A pod is a sandbox of the ``local`` backend
 (bubblewrap) and each exec one bubblewrap command in it, run as a kubelet would:
 the process sees what the exec passes and the container's environment (its ``env``
 plus the variables a kubelet adds), the pod's ``/work`` is the sandbox's directory,
-its ``/tmp`` a tmpfs of the ``tmp`` volume's ``sizeLimit``. The network is what the
+each other ``emptyDir`` it mounts one of the sandbox's own absolute directories, its
+``/tmp`` a tmpfs of the ``tmp`` volume's ``sizeLimit``. The network is what the
 pod's NetworkPolicies allow: each allowed ``ip:port`` becomes one of the local
 backend's forwarders, on the same port of the sandbox's loopback (so only loopback
 addresses are emulated faithfully); DNS and everything else lead nowhere. A pod
@@ -59,6 +60,14 @@ SERVICE_LINKS = {"BENCHWRIGHT_PROXY_SERVICE_HOST": "10.96.0.2"}
 FORWARDED_VARS = (MODEL_URL, *PROXY_VARS)
 DRAIN_GRACE_S = 2.0
 CHUNK = 1 << 16
+
+
+def _own_dirs(pod: dict[str, Any] | None) -> list[str]:
+    """The pod's mounts other than its ``/work`` and ``/tmp``: its own directories."""
+    if pod is None:
+        return []
+    mounts = pod["spec"]["containers"][0].get("volumeMounts", [])
+    return [m["mountPath"] for m in mounts if m["mountPath"] not in ("/work", "/tmp")]
 
 
 def _now() -> str:
@@ -235,7 +244,7 @@ class FakeKube:
     async def _schedule(self, name: str) -> None:
         """The kubelet's part: make the pod's sandbox, then call it Running."""
         try:
-            await self.node.create(name)
+            await self.node.create(name, dirs=_own_dirs(self.pods.get(name)))
         except Exception as exc:
             if name in self.pods:
                 self.pods[name]["status"] = {"phase": "Failed", "message": str(exc)}
@@ -399,11 +408,12 @@ class FakeKube:
         await websocket.accept(subprotocol=PROTOCOL)
         proc = await self.node.bubblewrap.spawn(
             name,
-            (self.node.root / name).resolve(),
+            self.node.workdir(name),
             argv,
             self._exec_env(pod),
             limits=limits,
             stdin=asyncio.subprocess.PIPE,
+            dirs=self.node.dir_mounts(name),
         )
         self._procs.setdefault(name, set()).add(proc)
         try:

@@ -6,8 +6,10 @@ a handful of ``/etc`` files (the dynamic linker's cache, CA certificates, and a
 ``passwd``, ``group`` and ``hosts`` written for the sandbox), a fresh ``/proc``
 for its own PID namespace, a minimal ``/dev``, size-capped tmpfs ``/tmp`` and
 ``/dev/shm``, and its own directory at ``/work``, the only writable place on
-disk. Every namespace is new: mount, PID, network (loopback only), IPC, UTS,
-cgroup, and user where the service is not root.
+disk besides the absolute directories it was created with (``CreateSandbox.dirs``,
+each a folder of its own bound read-write at its path). Every namespace is new:
+mount, PID, network (loopback only), IPC, UTS, cgroup, and user where the service
+is not root.
 
 When the service runs as root, bubblewrap runs privileged (no user namespace)
 and ``sandbox_init.py`` drops to the sandbox's own unprivileged uid before
@@ -190,6 +192,8 @@ class Layout:
     workdir: Path
     private: Path
     tmp_mb: int
+    # (path inside, folder on the host): the sandbox's own absolute directories.
+    dirs: tuple[tuple[str, Path], ...] = ()
 
     def argv(
         self, config: Mapping[str, object], command: Sequence[str], info_fd: int | None = None
@@ -221,6 +225,8 @@ class Layout:
         args += ["--ro-bind", str(self.launcher), SANDBOX_INIT]
         args += ["--ro-bind", str(self.private / "net"), SANDBOX_NET]
         args += ["--bind", str(self.workdir), SANDBOX_WORKDIR]
+        for inside, host in self.dirs:
+            args += [*_parents(inside), "--bind", str(host), inside]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += [*self._tmpfs("/dev/shm"), "--remount-ro", "/dev"]
         args += self._tmpfs("/tmp")

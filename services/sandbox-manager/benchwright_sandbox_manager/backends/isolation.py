@@ -100,8 +100,15 @@ class Bubblewrap:
         *,
         limits: SandboxLimits,
         stdin: int,
+        dirs: Mapping[str, Path] | None = None,
+        cwd: str | None = None,
     ) -> asyncio.subprocess.Process:
-        """Start ``argv`` (``python`` already resolved) in the sandbox; bubblewrap's process."""
+        """Start ``argv`` (``python`` already resolved) in the sandbox; bubblewrap's process.
+
+        ``dirs``: the sandbox's own absolute directories, each path inside to its folder
+        here; ``cwd``: where the command starts, as the sandbox sees it (its init goes
+        there once it is the sandbox's user; None: ``/work``).
+        """
         private = self._private(sandbox_id)
         plan = plan_network(env, self.settings.egress_proxy_url)
         uid = self.uid(sandbox_id) if self.privileged else bwrap.USERNS_ID
@@ -134,6 +141,7 @@ class Bubblewrap:
             workdir=workdir,
             private=private,
             tmp_mb=limits.tmp_mb,
+            dirs=tuple(sorted((dirs or {}).items())),
         )
         env_read, env_write = os.pipe()
         info_read, info_write = os.pipe()
@@ -149,6 +157,7 @@ class Bubblewrap:
                 "max_procs": limits.max_procs,
             },
             "forwards": forwards,
+            "cwd": cwd,
         }
         try:
             try:

@@ -3,15 +3,22 @@
 What a command gets (``bwrap.py`` has the layout, ``forwarding.py`` the network,
 ``runtime/sandbox_init.py`` what runs first inside): new namespaces, a read-only
 view of the OS and the Python runtime and nothing else of the host, its own
-directory as ``/work`` (the only writable place on disk), tmpfs ``/tmp``, only
-the environment it is given, rlimits on CPU, memory, file size and processes, a
-disk quota, a wall clock that kills the whole tree, and no network but the
-forwarders to the addresses it is told about. See ``docs/decisions/0013``.
+directory as ``/work`` (the only writable place on disk but its own absolute
+directories, below), tmpfs ``/tmp``, only the environment it is given, rlimits on
+CPU, memory, file size and processes, a disk quota, a wall clock that kills the
+whole tree, and no network but the forwarders to the addresses it is told about.
+See ``docs/decisions/0013``.
+
+On disk a sandbox is ``<root>/<sandbox id>/``: ``work/`` is its ``/work``, and
+``dirs/<path>/`` the folder behind each of its absolute directories (a Harbor
+task's ``/app``, ``/logs``...), bound read-write at ``/<path>``: out of sight of
+``/work``, inside the quota, and gone with the sandbox.
 
 When bubblewrap cannot build a sandbox here, ``create`` refuses
 (``IsolationUnavailableError``) unless the operator set ``BW_SANDBOX_UNISOLATED``;
 then commands run as plain subprocesses (own directory, scrubbed environment,
 own process group, per-process rlimits) and every sandbox says ``isolation: none``.
+Such a sandbox cannot present absolute directories: creating one with them is refused.
 """
 
 import asyncio
@@ -41,7 +48,12 @@ from benchwright_sandbox_manager.ports import (
     IsolationUnavailableError,
     SandboxLimits,
     UnsafePathError,
+    is_within,
     safe_relative_path,
+    sandbox_cwd,
+    sandbox_dirs,
+    sandbox_path,
+    split_path,
 )
 from benchwright_sandbox_manager.snapshots import pack, unpack
 from benchwright_shared.settings import Settings
@@ -54,6 +66,9 @@ PYTHON_NAMES = frozenset({"python", "python3"})
 # After a command ends (or is killed), how long its output pipes may take to close.
 DRAIN_GRACE_S = 2.0
 PROBE_TIMEOUT_S = 30.0
+# In a sandbox's own directory: its working directory, and its absolute directories' folders.
+WORK = "work"
+DIRS = "dirs"
 
 
 class LocalBackend:
@@ -67,6 +82,8 @@ class LocalBackend:
         self.limits = SandboxLimits.from_settings(self.settings)
         self.bubblewrap = Bubblewrap(self.settings, BASE_ENV)
         self._procs: dict[str, set[asyncio.subprocess.Process]] = {}
+        # Each sandbox's absolute directories (``CreateSandbox.dirs``), as created.
+        self._dirs: dict[str, tuple[str, ...]] = {}
         # Sandboxes killed: a command whose start was under way when the kill came
         # is registered after it, and must go too (seen under load: it lived on).
         self._killed: set[str] = set()
@@ -145,38 +162,69 @@ class LocalBackend:
     def inside_path(self, sandbox_id: str, path: str) -> str:
         relative = safe_relative_path(path)
         if self.isolation == "none":
-            return str(self._dir(sandbox_id) / relative)
+            return str(self.workdir(sandbox_id) / relative)
         return f"{bwrap.SANDBOX_WORKDIR}/{relative}"
 
     def _dir(self, sandbox_id: str) -> Path:
+        """Everything of the sandbox's on this host: what the quota counts, what kill removes."""
         path = (self.root / sandbox_id).resolve()
         if path.parent != self.root.resolve():
             raise BackendError(f"bad sandbox id {sandbox_id!r}")
         return path
 
+    def workdir(self, sandbox_id: str) -> Path:
+        """The folder the sandbox sees as its working directory."""
+        return self._dir(sandbox_id) / WORK
+
+    def dir_mounts(self, sandbox_id: str) -> dict[str, Path]:
+        """Each of the sandbox's absolute directories, to the folder here behind it."""
+        return {place: self._backing(sandbox_id, place) for place in self._dirs.get(sandbox_id, ())}
+
+    def _backing(self, sandbox_id: str, place: str) -> Path:
+        return self._dir(sandbox_id) / DIRS / place.lstrip("/")
+
     def _live_dir(self, sandbox_id: str) -> Path:
-        path = self._dir(sandbox_id)
+        path = self.workdir(sandbox_id)
         if not path.is_dir():
             raise BackendError(f"sandbox {sandbox_id} has no working directory")
         return path
 
-    def _path(self, sandbox_id: str, relative: str) -> Path:
-        base = self._dir(sandbox_id)
-        target = (base / safe_relative_path(relative)).resolve()
-        if not target.is_relative_to(base):  # through a symlink, say
-            raise UnsafePathError(f"path {relative!r} escapes the sandbox")
-        return target
+    def _base(self, sandbox_id: str, path: str) -> tuple[Path, str]:
+        """(the folder here ``path`` is relative to, the rest of ``path``)."""
+        checked = sandbox_path(path, self._dirs.get(sandbox_id, ()))
+        if not checked.startswith("/"):
+            return self.workdir(sandbox_id), checked
+        place, rest = split_path(checked, self._dirs[sandbox_id])
+        return self._backing(sandbox_id, place), rest
 
-    def _own(self, path: Path, sandbox_id: str, *, tree: bool = False) -> None:
+    def _path(self, sandbox_id: str, path: str) -> tuple[Path, Path]:
+        """(where ``path`` is here, the folder it must stay in)."""
+        base, rest = self._base(sandbox_id, path)
+        base = base.resolve()
+        target = (base / rest).resolve()
+        if target == base or not target.is_relative_to(base):  # through a symlink, say
+            raise UnsafePathError(f"path {path!r} escapes the sandbox")
+        return target, base
+
+    def _command_dir(self, sandbox_id: str, cwd: str | None) -> str | None:
+        """Where a command starts, as the sandbox sees it (None: its working directory)."""
+        checked = sandbox_cwd(cwd, self._dirs.get(sandbox_id, ()))
+        if checked is None or checked.startswith("/"):
+            return checked
+        if self.isolation == "none":
+            return str(self.workdir(sandbox_id) / checked)
+        return f"{bwrap.SANDBOX_WORKDIR}/{checked}"
+
+    def _own(self, path: Path, sandbox_id: str, *, base: Path, tree: bool = False) -> None:
         """Give what the service wrote to the sandbox's uid (only a root service must).
 
-        ``path`` and its parents up to the sandbox's directory; with ``tree``,
-        everything under ``path``. Symlinks are changed, never followed.
+        ``path`` and its parents up to ``base`` (the working directory, or one of the
+        sandbox's directories' folders); with ``tree``, everything under ``path``.
+        Symlinks are changed, never followed.
         """
         if not self.bubblewrap.privileged or self.isolation == "none":
             return
         uid = self.bubblewrap.uid(sandbox_id)
-        base = self._dir(sandbox_id)
         for place in (path, *path.parents):
             if not place.is_relative_to(base):
                 break
@@ -187,26 +235,49 @@ class LocalBackend:
                     os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
 
     # -- files --------------------------------------------------------------------
-    async def _make(self, sandbox_id: str) -> None:
+    async def _make(self, sandbox_id: str, dirs: Sequence[str] = ()) -> None:
         self._killed.discard(sandbox_id)
-        path = self._dir(sandbox_id)
-        await asyncio.to_thread(path.mkdir, parents=True)
-        self._own(path, sandbox_id)
+        self._dirs[sandbox_id] = tuple(dirs)
+        await asyncio.to_thread(self._dir(sandbox_id).mkdir, parents=True)
+        folders = [self.workdir(sandbox_id), *self.dir_mounts(sandbox_id).values()]
+        for folder in folders:
+            await asyncio.to_thread(folder.mkdir, parents=True)
+            self._own(folder, sandbox_id, base=folder)
         self._procs[sandbox_id] = set()
 
-    async def create(self, sandbox_id: str) -> None:
+    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
         await self.start()
         self._check_isolation()
-        await self._make(sandbox_id)
+        dirs = sandbox_dirs(dirs)
+        if dirs and self.isolation == "none":
+            raise IsolationUnavailableError(
+                f"the local sandbox backend cannot present {', '.join(dirs)} without "
+                "bubblewrap (BW_SANDBOX_UNISOLATED is set): a Harbor task's sandbox needs "
+                "bubblewrap"
+            )
+        self._check_runtime(dirs)
+        await self._make(sandbox_id, dirs)
+
+    def _check_runtime(self, dirs: Sequence[str]) -> None:
+        """A directory bound over the Python runtime's own place would hide it."""
+        runtime = self.bubblewrap.runtime
+        places = [runtime.prefix, runtime.bin_dir]
+        for place in dirs:
+            for taken in places:
+                if is_within(place, taken) or is_within(taken, place):
+                    raise UnsafePathError(
+                        f"directory {place!r} would cover the sandbox's Python runtime ({taken})"
+                    )
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        target = self._path(sandbox_id, path)
+        target, base = self._path(sandbox_id, path)
         target.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(target.write_bytes, data)
-        self._own(target, sandbox_id)
+        self._own(target, sandbox_id, base=base)
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
-        return await asyncio.to_thread(self._path(sandbox_id, path).read_bytes)
+        target, _ = self._path(sandbox_id, path)
+        return await asyncio.to_thread(target.read_bytes)
 
     async def snapshot(self, sandbox_id: str, dest: Path) -> None:
         await asyncio.to_thread(pack, self._live_dir(sandbox_id), dest)
@@ -214,7 +285,7 @@ class LocalBackend:
     async def restore(self, sandbox_id: str, archive: Path) -> None:
         workdir = self._live_dir(sandbox_id)
         await asyncio.to_thread(unpack, archive, workdir)
-        await asyncio.to_thread(self._own, workdir, sandbox_id, tree=True)
+        await asyncio.to_thread(self._own, workdir, sandbox_id, base=workdir, tree=True)
 
     # -- commands -----------------------------------------------------------------
     async def _spawn(
@@ -226,14 +297,16 @@ class LocalBackend:
         stdin: int,
         limits: SandboxLimits,
         isolated: bool,
+        cwd: str | None = None,
     ) -> asyncio.subprocess.Process:
+        """Start ``argv``; ``cwd`` as ``_command_dir`` gives it."""
         workdir = self._live_dir(sandbox_id)
         python = self.bubblewrap.runtime.executable if isolated else sys.executable
         command = [python if argv[0] in PYTHON_NAMES else argv[0], *argv[1:]]
         if not isolated:
             proc = await asyncio.create_subprocess_exec(
                 *command,
-                cwd=workdir,
+                cwd=cwd or workdir,
                 env={
                     **BASE_ENV,
                     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -250,7 +323,14 @@ class LocalBackend:
             )
         else:
             proc = await self.bubblewrap.spawn(
-                sandbox_id, workdir, command, env, limits=limits, stdin=stdin
+                sandbox_id,
+                workdir,
+                command,
+                env,
+                limits=limits,
+                stdin=stdin,
+                dirs=self.dir_mounts(sandbox_id),
+                cwd=cwd,
             )
         self._procs.setdefault(sandbox_id, set()).add(proc)
         if sandbox_id in self._killed:
@@ -320,6 +400,7 @@ class LocalBackend:
         env: Mapping[str, str],
         timeout_s: float,
         limits: SandboxLimits | None = None,
+        cwd: str | None = None,
     ) -> ExecResult:
         """Run ``argv`` to its end; keep the head of stdout and the tail of stderr.
 
@@ -336,6 +417,7 @@ class LocalBackend:
             timeout_s=timeout_s,
             limits=limits or self.limits,
             isolated=self.isolation == "bubblewrap",
+            cwd=self._command_dir(sandbox_id, cwd),
         )
 
     async def _run(
@@ -348,6 +430,7 @@ class LocalBackend:
         timeout_s: float,
         limits: SandboxLimits,
         isolated: bool,
+        cwd: str | None = None,
     ) -> ExecResult:
         started = time.monotonic()
         try:
@@ -358,8 +441,11 @@ class LocalBackend:
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 limits=limits,
                 isolated=isolated,
+                cwd=cwd,
             )
         except OSError as exc:  # no such program, not executable: what a shell calls 127
+            if cwd is not None and exc.filename == cwd:  # unisolated: the cwd, not argv[0]
+                return ExecResult(126, "", f"cannot enter {cwd!r}: {exc}", False, ms_since(started))
             return ExecResult(127, "", f"cannot run {argv[0]!r}: {exc}", False, ms_since(started))
         assert proc.stdout and proc.stderr
         out, err = bytearray(), bytearray()
@@ -403,6 +489,7 @@ class LocalBackend:
     # -- the end --------------------------------------------------------------------
     async def kill(self, sandbox_id: str) -> None:
         self._killed.add(sandbox_id)
+        self._dirs.pop(sandbox_id, None)
         for proc in self._procs.pop(sandbox_id, set()):
             kill_group(proc)
         await self.bubblewrap.drop(sandbox_id)

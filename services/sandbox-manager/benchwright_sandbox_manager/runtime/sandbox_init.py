@@ -3,7 +3,9 @@
 bubblewrap starts it as ``python -I -S /run/bw/init.py <config json> <argv...>``
 inside the sandbox's namespaces. In order, it:
 
-1. drops to the sandbox's own uid when bubblewrap ran as root (``uid``/``gid``);
+1. drops to the sandbox's own uid when bubblewrap ran as root (``uid``/``gid``),
+   then enters the command's directory (``cwd``, when given: as that uid, so a
+   directory the sandbox closed to others is entered as its owner would);
 2. reads the command's environment from an inherited pipe (``env_fd``), so the
    values never appear on a command line or in bubblewrap's environment;
 3. sets the rlimits (``limits``: CPU seconds, address space, file size,
@@ -12,7 +14,7 @@ inside the sandbox's namespaces. In order, it:
    in the sandbox's own network namespace and relays every connection to a unix
    socket the sandbox-manager serves on the host side. They are the only way out;
 5. replaces itself with the command (exit 127 when it cannot be found, 126 when
-   it cannot be run, as a shell would).
+   it cannot be run, as a shell would; 126 too when ``cwd`` cannot be entered).
 
 It is never copied into the sandbox's directory: the manager mounts it read-only,
 as one file with ``command_limits`` inlined (``runtime.launcher_source``).
@@ -35,6 +37,14 @@ def _drop_privileges(uid: int, gid: int) -> None:
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)  # from root: every capability goes with it
+
+
+def _enter(cwd: str) -> None:
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        print(f"cannot enter {cwd!r}: {exc}", file=sys.stderr)
+        raise SystemExit(126) from None
 
 
 def _read_env(fd: int) -> dict[str, str]:
@@ -122,6 +132,8 @@ def main() -> None:
     argv = sys.argv[2:]
     if config.get("uid") is not None:
         _drop_privileges(int(config["uid"]), int(config["gid"]))
+    if config.get("cwd"):
+        _enter(str(config["cwd"]))
     env = _read_env(int(config["env_fd"]))
     set_limits(config["limits"])
     _start_forwarders(config.get("forwards", []))

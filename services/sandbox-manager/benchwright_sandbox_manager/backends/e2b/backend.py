@@ -14,14 +14,20 @@ Egress: the sandbox is created able to reach only the injector's host
 unless its environment names a proxy of its own; the model proxy stays direct
 through ``NO_PROXY``, so it has to be served from the injector's host.
 
-Sandboxes carry our sandbox id in their metadata: after a restart they are found
-again by it.
+A sandbox created with absolute directories (``CreateSandbox.dirs``) has them made
+at creation, by root, and handed to the sandbox user; files go there as they are
+named, the disk quota counts them, and a command may start in one (``cwd``). They
+may not overlap the user's home, where the working directory is.
+
+Sandboxes carry our sandbox id (and their directories) in their metadata: after a
+restart they are found again by it.
 """
 
 import asyncio
 import contextlib
 import importlib
 import importlib.util
+import json
 import logging
 import shlex
 import time
@@ -49,7 +55,12 @@ from benchwright_sandbox_manager.ports import (
     IsolationUnavailableError,
     SandboxLimits,
     UnsafePathError,
+    is_within,
     safe_relative_path,
+    sandbox_cwd,
+    sandbox_dirs,
+    sandbox_path,
+    split_path,
 )
 from benchwright_sandbox_manager.runtime import launcher_source
 from benchwright_shared.settings import Settings
@@ -62,6 +73,8 @@ log = logging.getLogger(__name__)
 LAUNCHER = Path(__file__).resolve().parent / "launcher.py"
 # Our sandbox id, in the e2b sandbox's metadata.
 META_KEY = "benchwright_sandbox_id"
+# Its absolute directories (``CreateSandbox.dirs``), as JSON, when it has any.
+META_DIRS = "benchwright_dirs"
 # An idle sandbox dies this long after its last command (E2B's own timeout).
 IDLE_TTL_S = 3600
 LIFETIME_MARGIN_S = 300
@@ -97,6 +110,9 @@ class _Box:
     home: str
     workdir: str
     python: str
+    # The sandbox user's uid and gid, and the sandbox's own absolute directories.
+    ids: str = ""
+    dirs: tuple[str, ...] = ()
     # A command has run (or an archive was unpacked): there may be symlinks to check.
     touched: bool = False
     alive_until: float = 0.0
@@ -165,14 +181,18 @@ class E2BBackend:
         return network
 
     # -- sandboxes ----------------------------------------------------------------
-    async def create(self, sandbox_id: str) -> None:
+    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
         self._check()
+        dirs = sandbox_dirs(dirs)
         e2b = _sdk()
+        metadata = {META_KEY: sandbox_id}
+        if dirs:
+            metadata[META_DIRS] = json.dumps(dirs)
         try:
             sdk = await e2b.AsyncSandbox.create(
                 template=self.settings.e2b_template,
                 timeout=IDLE_TTL_S,
-                metadata={META_KEY: sandbox_id},
+                metadata=metadata,
                 network=self._network(),
                 **self._opts(),
             )
@@ -180,6 +200,7 @@ class E2BBackend:
             raise BackendError(f"e2b could not create a sandbox: {exc}") from exc
         try:
             box = await self._setup(sdk)
+            await self._make_dirs(box, dirs)
         except BaseException:
             with contextlib.suppress(*_sdk_errors()):
                 await sdk.kill()
@@ -191,16 +212,30 @@ class E2BBackend:
         """The working directory (made here) and the interpreter the launcher runs on."""
         script = (
             'cd "$HOME" && mkdir -p work .bw-tmp && pwd -P && cd work && pwd -P'
-            " && command -v python3"
+            ' && command -v python3 && echo "$(id -u):$(id -g)"'
         )
         lines = (await self._helper(sdk, script, None)).splitlines()
-        if len(lines) != 3:
+        if len(lines) != 4:
             raise BackendError(
                 f"the e2b template {self.settings.e2b_template!r} needs python3 and a "
                 f"writable home (found {lines})"
             )
-        home, workdir, python = lines
-        return _Box(sdk=sdk, home=home, workdir=workdir, python=python)
+        home, workdir, python, ids = lines
+        return _Box(sdk=sdk, home=home, workdir=workdir, python=python, ids=ids)
+
+    async def _make_dirs(self, box: _Box, dirs: tuple[str, ...]) -> None:
+        """Make the sandbox's own directories, as root, and hand them to its user."""
+        for place in dirs:
+            if is_within(place, box.home) or is_within(box.home, place):
+                raise UnsafePathError(
+                    f"directory {place!r} would meet the sandbox user's home ({box.home})"
+                )
+        box.dirs = dirs
+        if not dirs:
+            return
+        quoted = shlex.join(dirs)
+        script = f"mkdir -p -- {quoted} && chown -- {shlex.quote(box.ids)} {quoted}"
+        await self._helper(box.sdk, script, None, user="root")
 
     async def _box(self, sandbox_id: str) -> _Box:
         box = self._boxes.get(sandbox_id)
@@ -214,27 +249,33 @@ class E2BBackend:
                 self._boxes[sandbox_id] = box
         return box
 
-    async def _find(self, sandbox_id: str) -> str | None:
-        """The running e2b sandbox carrying ``sandbox_id`` in its metadata."""
+    async def _listed(self, sandbox_id: str) -> Any:
+        """The running e2b sandbox carrying ``sandbox_id`` in its metadata (its listing)."""
         e2b = _sdk()
         query = e2b.SandboxQuery(metadata={META_KEY: sandbox_id}, state=[e2b.SandboxState.RUNNING])
         try:
             found = await e2b.AsyncSandbox.list(query=query, **self._opts()).next_items()
         except _sdk_errors() as exc:
             raise BackendError(f"e2b could not list sandboxes: {exc}") from exc
-        return str(found[0].sandbox_id) if found else None
+        return found[0] if found else None
+
+    async def _find(self, sandbox_id: str) -> str | None:
+        listed = await self._listed(sandbox_id)
+        return str(listed.sandbox_id) if listed is not None else None
 
     async def _reconnect(self, sandbox_id: str) -> _Box:
         """A sandbox this process did not create (it restarted since): find it again."""
-        e2b_id = await self._find(sandbox_id)
-        if e2b_id is None:
+        listed = await self._listed(sandbox_id)
+        if listed is None:
             raise BackendError(f"sandbox {sandbox_id} has no running e2b sandbox")
+        e2b_id = str(listed.sandbox_id)
         try:
             sdk = await _sdk().AsyncSandbox.connect(e2b_id, **self._opts())
         except _sdk_errors() as exc:
             raise BackendError(f"e2b could not connect to sandbox {e2b_id}: {exc}") from exc
         box = await self._setup(sdk)
         box.touched = True
+        box.dirs = _listed_dirs(listed)
         return box
 
     async def kill(self, sandbox_id: str) -> None:
@@ -276,31 +317,34 @@ class E2BBackend:
             raise BackendError(f"sandbox {sandbox_id} is not known here yet")
         return f"{box.workdir}/{relative}"
 
-    async def _resolve(self, box: _Box, relative: str) -> str:
-        """``relative``'s absolute path in the sandbox, symlinks followed there; refused
-        when it leads out of the working directory."""
+    async def _resolve(self, box: _Box, path: str) -> str:
+        """``path``'s absolute path in the sandbox, symlinks followed there; refused when
+        it leads out of the working directory (or the sandbox's directory it names)."""
+        checked = sandbox_path(path, box.dirs)
+        if checked.startswith("/"):
+            folder, relative = split_path(checked, box.dirs)
+        else:
+            folder, relative = box.workdir, checked
         if not box.touched:
-            return f"{box.workdir}/{relative}"
+            return f"{folder}/{relative}"
         script = f"pwd -P && realpath -m -- {shlex.quote(relative)}"
-        base, _, resolved = (await self._helper(box.sdk, script, box.workdir)).partition("\n")
+        base, _, resolved = (await self._helper(box.sdk, script, folder)).partition("\n")
         resolved = resolved.removesuffix("\n")
         if not resolved.startswith(base + "/"):
-            raise UnsafePathError(f"path {relative!r} escapes the sandbox")
+            raise UnsafePathError(f"path {path!r} escapes the sandbox")
         return resolved
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        relative = safe_relative_path(path)
         box = await self._box(sandbox_id)
-        target = await self._resolve(box, relative)
+        target = await self._resolve(box, path)
         try:
             await box.sdk.files.write(target, data, use_octet_stream=True)
         except _sdk_errors() as exc:
             raise BackendError(f"cannot write {path!r} in sandbox {sandbox_id}: {exc}") from exc
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
-        relative = safe_relative_path(path)
         box = await self._box(sandbox_id)
-        target = await self._resolve(box, relative)
+        target = await self._resolve(box, path)
         try:
             return bytes(await box.sdk.files.read(target, format="bytes"))
         except _sdk().FileNotFoundException as exc:
@@ -351,11 +395,14 @@ class E2BBackend:
                 await self._helper(box.sdk, f"rm -f {shlex.quote(remote)}", None)
 
     # -- commands -----------------------------------------------------------------
-    async def _helper(self, sdk: "AsyncSandbox", script: str, cwd: str | None) -> str:
-        """Run one of this backend's own shell commands; its stdout, or ``BackendError``."""
+    async def _helper(
+        self, sdk: "AsyncSandbox", script: str, cwd: str | None, user: str | None = None
+    ) -> str:
+        """Run one of this backend's own shell commands (as the sandbox user, unless
+        ``user`` says otherwise); its stdout, or ``BackendError``."""
         e2b = _sdk()
         try:
-            result = await sdk.commands.run(script, cwd=cwd, timeout=HELPER_TIMEOUT_S)
+            result = await sdk.commands.run(script, cwd=cwd, timeout=HELPER_TIMEOUT_S, user=user)
         except e2b.CommandExitException as exc:
             detail = (exc.stderr or exc.stdout or "").strip()[-500:]
             raise BackendError(f"{script!r} failed in the sandbox: {detail}") from exc
@@ -375,17 +422,30 @@ class E2BBackend:
         stdin: bool,
         on_stdout: Callable[[str], None],
         on_stderr: Callable[[str], None],
+        cwd: str | None = None,
     ) -> "AsyncCommandHandle[None]":
         if not argv:
             raise BackendError("no command to run")
         box = await self._box(sandbox_id)
+        start_in = sandbox_cwd(cwd, box.dirs)
+        if start_in is not None and not start_in.startswith("/"):
+            start_in = f"{box.workdir}/{start_in}"
         box.touched = True
         await self._keep_alive(box, timeout_s)
         # Values travel in envd's request, never on the command line; the launcher
         # keeps these names and drops whatever else envd's environment holds.
         envs = proxied_env(env, self.settings.e2b_egress_proxy_url)
         command = command_line(
-            self._launcher, box.python, box.workdir, argv, sorted(envs), timeout_s, limits, nonce
+            self._launcher,
+            box.python,
+            box.workdir,
+            argv,
+            sorted(envs),
+            timeout_s,
+            limits,
+            nonce,
+            cwd=start_in,
+            dirs=box.dirs,
         )
         try:
             handle: AsyncCommandHandle[None] = await box.sdk.commands.run(
@@ -447,6 +507,7 @@ class E2BBackend:
         env: Mapping[str, str],
         timeout_s: float,
         limits: SandboxLimits | None = None,
+        cwd: str | None = None,
     ) -> ExecResult:
         """Run ``argv`` to its end; keep the head of stdout and the tail of stderr."""
         limits = limits or self.limits
@@ -463,6 +524,7 @@ class E2BBackend:
             stdin=stdin is not None,
             on_stdout=output.out,
             on_stderr=output.err,
+            cwd=cwd,
         )
         feeding = asyncio.create_task(self._feed(handle, stdin)) if stdin is not None else None
         try:
@@ -532,6 +594,15 @@ class E2BBackend:
             raise BackendError(ending.note)
         if ending.exit_code != 0:
             raise BackendError(f"exit code {ending.exit_code}: {stderr[-2000:]}")
+
+
+def _listed_dirs(listed: Any) -> tuple[str, ...]:
+    """The directories a sandbox's metadata names (none when it names none, or garbage)."""
+    try:
+        dirs = json.loads((getattr(listed, "metadata", None) or {}).get(META_DIRS) or "[]")
+        return sandbox_dirs([str(place) for place in dirs])
+    except (ValueError, TypeError, UnsafePathError):
+        return ()
 
 
 def _given_up(ended: "asyncio.Future[Any]") -> None:

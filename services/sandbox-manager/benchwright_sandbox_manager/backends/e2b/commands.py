@@ -117,13 +117,20 @@ def command_line(
     timeout_s: float,
     limits: SandboxLimits,
     nonce: str,
+    *,
+    cwd: str | None = None,
+    dirs: Sequence[str] = (),
 ) -> str:
     """The shell command envd runs: ``exec``, the launcher (``launcher``'s source on
-    ``python``), its configuration, the command. ``names``: the environment kept."""
+    ``python``), its configuration, the command. ``names``: the environment kept;
+    ``cwd``: where the command starts (None: ``workdir``); ``dirs``: the sandbox's own
+    absolute directories, counted in its disk quota with ``workdir``."""
     python_dir = python.rpartition("/")[0]
     config = {
         "nonce": nonce,
         "timeout_s": timeout_s,
+        "cwd": cwd,
+        "disk": [workdir, *dirs],
         "limits": {
             "cpu_seconds": limits.cpu_seconds,
             "memory_mb": limits.memory_mb,

@@ -4,6 +4,8 @@ The backend runs it through envd (E2B's agent inside the sandbox) as
 ``python3 -I -S -c <this file> <config json> <argv...>`` in the sandbox's
 working directory. In order, it:
 
+0. enters the command's directory (``cwd``, when given; exit 126 when it cannot);
+
 1. gives the command namespaces of its own where the kernel lets an unprivileged
    user create a user namespace: a ``/tmp`` (and ``/dev/shm``) of ``tmp_mb``, a PID
    namespace whose small init ends with the command (and the kernel then kills
@@ -16,7 +18,7 @@ working directory. In order, it:
 3. runs the command with only ``base_env`` and the variables named in ``env`` (their
    values arrive in this process's environment, from envd, never on a command line);
 4. kills the command's whole tree at ``timeout_s``, or once the working directory
-   holds more than ``disk_mb``;
+   and the sandbox's own directories (``disk``) hold more than ``disk_mb``;
 5. ends stderr with one line, ``<nonce> <json>``, saying how the command ended.
 
 It runs on whatever python3 the template has: nothing newer than Python 3.8. The
@@ -171,6 +173,7 @@ def _kill(child: int, own_pid_ns: bool) -> None:
 def _watch(child: int, config: dict[str, Any], own_pid_ns: bool, own_tmp: bool) -> tuple[int, str]:
     """Wait for the command: (its wait status, "" or why it was killed)."""
     limits = config["limits"]
+    disk = config["disk"]
     deadline = time.monotonic() + float(config["timeout_s"])
     try:
         pidfd: int | None = os.pidfd_open(child)
@@ -189,7 +192,7 @@ def _watch(child: int, config: dict[str, Any], own_pid_ns: bool, own_tmp: bool) 
             verdict = "timeout"
         elif now >= next_check:
             next_check = now + DISK_CHECK_S
-            if tree_size(".") > limits["disk_mb"] * MIB:
+            if sum(tree_size(place) for place in disk) > limits["disk_mb"] * MIB:
                 verdict = "disk"
             elif not own_tmp and tree_size("/tmp") > limits["tmp_mb"] * MIB:
                 verdict = "tmp"
@@ -203,9 +206,24 @@ def _watch(child: int, config: dict[str, Any], own_pid_ns: bool, own_tmp: bool) 
             time.sleep(min(wait, 0.05))
 
 
+def _end(config: dict[str, Any], code: int, verdict: str, isolated: bool) -> NoReturn:
+    ending = {"exit_code": code, "killed_for": verdict, "isolated": isolated}
+    sys.stderr.write(f"\n{config['nonce']} {json.dumps(ending)}\n")
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main() -> None:
     config: dict[str, Any] = json.loads(sys.argv[1])
     argv = sys.argv[2:]
+    # Absolute: the disk measure, taken here, must not depend on where the command starts.
+    config["disk"] = [os.path.abspath(place) for place in config.get("disk") or ["."]]
+    if config.get("cwd"):
+        try:
+            os.chdir(config["cwd"])
+        except OSError as exc:
+            print(f"cannot enter {config['cwd']!r}: {exc}", file=sys.stderr, flush=True)
+            _end(config, 126, "", False)
     if argv[0] in PYTHON_NAMES:
         argv[0] = sys.executable
     env = {**config["base_env"]}
@@ -229,11 +247,7 @@ def main() -> None:
     if not own_pid_ns:
         _kill(child, own_pid_ns)
         kill_tree(os.getpid())  # this launcher is their subreaper: all come back to it
-    code = _exit_code(status)
-    ending = {"exit_code": code, "killed_for": verdict, "isolated": own_pid_ns}
-    sys.stderr.write(f"\n{config['nonce']} {json.dumps(ending)}\n")
-    sys.stderr.flush()
-    os._exit(code)
+    _end(config, _exit_code(status), verdict, own_pid_ns)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ under a uid of its own (a hash of its id, as ``local`` gives one), read-only
 root filesystem, every capability dropped, no privilege escalation, seccomp
 ``RuntimeDefault``, no service-account token, no service links, DNS off; an
 ``emptyDir`` ``/work`` (the sandbox's files, sized by the disk quota) and a
-memory-backed ``/tmp``; CPU, memory and ephemeral-storage limits. Beside it a
+memory-backed ``/tmp``; an ``emptyDir`` more at each of the sandbox's own absolute
+directories (``CreateSandbox.dirs``: a Harbor task's ``/app``, ``/logs``...), writable
+by its uid through ``fsGroup``; CPU, memory and ephemeral-storage limits. Beside it a
 NetworkPolicy lets nothing in, and out only to the egress injector
 (``BW_KUBE_EGRESS_PROXY_URL``) and to the addresses a command is given
 (its model proxy, a proxy it names); it exists before the pod and goes after it.

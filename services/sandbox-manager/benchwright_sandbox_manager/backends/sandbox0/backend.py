@@ -37,6 +37,10 @@ from benchwright_sandbox_manager.ports import (
     SandboxLimits,
     UnsafePathError,
     safe_relative_path,
+    sandbox_cwd,
+    sandbox_dirs,
+    sandbox_path,
+    split_path,
 )
 from benchwright_sandbox_manager.snapshots import SKIPPED_DIRS, pack, unpack
 from benchwright_shared.settings import Settings
@@ -112,6 +116,8 @@ class Sandbox0Backend:
         self._refusal: str | None = None
         self._start_lock = asyncio.Lock()
         self._started = False
+        # Each sandbox's own absolute directories (``CreateSandbox.dirs``), as created.
+        self._dirs: dict[str, tuple[str, ...]] = {}
 
     @property
     def isolation(self) -> str:
@@ -163,9 +169,12 @@ class Sandbox0Backend:
         return exc
 
     # -- create and kill --------------------------------------------------------------
-    async def create(self, sandbox_id: str, role: str | None = None) -> None:
+    async def create(
+        self, sandbox_id: str, role: str | None = None, *, dirs: Sequence[str] = ()
+    ) -> None:
         """A NetworkPolicy, then the pod it covers from its first moment; returns once
-        the pod runs. ``role`` (when known) becomes a label."""
+        the pod runs. ``role`` (when known) becomes a label; each of ``dirs`` a volume."""
+        dirs = sandbox_dirs(dirs)
         cluster = await self._api()
         name = object_name(sandbox_id)
         targets, aliases = await self.network.injector()
@@ -181,6 +190,7 @@ class Sandbox0Backend:
             limits=self.limits,
             uid=sandbox_uid(sandbox_id, self.settings.sandbox_uid_base),
             host_aliases=aliases,
+            dirs=dirs,
         )
         try:
             await asyncio.to_thread(cluster.create_policy, self.namespace, policy)
@@ -197,6 +207,7 @@ class Sandbox0Backend:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._remove(cluster, sandbox_id))
             raise
+        self._dirs[sandbox_id] = dirs
 
     async def _wait_running(self, cluster: Cluster, name: str) -> None:
         deadline = time.monotonic() + POD_START_TIMEOUT_S
@@ -234,6 +245,7 @@ class Sandbox0Backend:
 
     async def _remove(self, cluster: Cluster, sandbox_id: str) -> None:
         name = object_name(sandbox_id)
+        self._dirs.pop(sandbox_id, None)
         deleted = await asyncio.to_thread(cluster.delete_pod, self.namespace, name)
         self.sessions.kill(sandbox_id)
         gone = not deleted or await self._wait_gone(cluster, name)
@@ -272,16 +284,22 @@ class Sandbox0Backend:
         limits: SandboxLimits | None,
         on_stdout: Sink,
         on_stderr: Sink,
+        cwd: str | None = None,
     ) -> Ended:
         if not argv:
             raise BackendError("no command to run")
+        dirs = self._dirs.get(sandbox_id, ())
+        start_in = sandbox_cwd(cwd, dirs)
+        if start_in is None or not start_in.startswith("/"):
+            start_in = f"{WORKDIR}/{start_in}" if start_in else WORKDIR
         cluster = await self._api()
         limits = limits or self.limits
         config = {
             "op": "run",
             "argv": list(argv),
             "env": await self.network.command_env(cluster, sandbox_id, env),
-            "cwd": WORKDIR,
+            "cwd": start_in,
+            "disk": [WORKDIR, *dirs],
             "stdin": len(stdin) if stdin is not None else None,
             "timeout_s": timeout_s,
             "limits": {
@@ -305,11 +323,14 @@ class Sandbox0Backend:
         env: Mapping[str, str],
         timeout_s: float,
         limits: SandboxLimits | None = None,
+        cwd: str | None = None,
     ) -> ExecResult:
         """Run ``argv`` to its end; keep the head of stdout and the tail of stderr."""
         started = time.monotonic()
         out, err = Head(), Tail()
-        ended = await self._run(sandbox_id, argv, stdin, env, timeout_s, limits, out.add, err.add)
+        ended = await self._run(
+            sandbox_id, argv, stdin, env, timeout_s, limits, out.add, err.add, cwd
+        )
         code = ended.code
         if ended.status is None:
             if ended.killed:
@@ -381,12 +402,20 @@ class Sandbox0Backend:
     def inside_path(self, sandbox_id: str, path: str) -> str:
         return f"{WORKDIR}/{safe_relative_path(path)}"
 
+    def _place(self, sandbox_id: str, path: str) -> tuple[str, str]:
+        """(the folder in the pod ``path`` must stay in, the rest of it)."""
+        dirs = self._dirs.get(sandbox_id, ())
+        checked = sandbox_path(path, dirs)
+        if checked.startswith("/"):
+            return split_path(checked, dirs)
+        return WORKDIR, checked
+
     async def _file_op(
         self, sandbox_id: str, config: dict[str, Any], data: bytes, on_stdout: Sink
     ) -> None:
         cluster = await self._api()
         err = Tail()
-        config = {**config, "root": WORKDIR, "stdin": len(data) if data else None}
+        config = {"root": WORKDIR, **config, "stdin": len(data) if data else None}
         ended = await self.sessions.run(
             cluster, sandbox_id, config, data, on_stdout, err.add, FILE_TIMEOUT_S
         )
@@ -399,14 +428,16 @@ class Sandbox0Backend:
             raise BackendError(f"sandbox {sandbox_id}: {config['op']} failed: {detail}")
 
     async def put_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        relative = safe_relative_path(path)
+        root, relative = self._place(sandbox_id, path)
         archive = _one_file_tar(relative, data)
-        await self._file_op(sandbox_id, {"op": "put", "path": relative}, archive, Head().add)
+        config = {"op": "put", "root": root, "path": relative}
+        await self._file_op(sandbox_id, config, archive, Head().add)
 
     async def get_file(self, sandbox_id: str, path: str) -> bytes:
-        relative = safe_relative_path(path)
+        root, relative = self._place(sandbox_id, path)
         out = bytearray()
-        await self._file_op(sandbox_id, {"op": "get", "path": relative}, b"", out.extend)
+        config = {"op": "get", "root": root, "path": relative}
+        await self._file_op(sandbox_id, config, b"", out.extend)
         return _file_from_tar(bytes(out), relative)
 
     async def snapshot(self, sandbox_id: str, dest: Path) -> None:

@@ -9,8 +9,9 @@ a known end although ``v4.channel.k8s.io`` cannot close it.
 ``run`` (a command) does, in order: read the command's stdin whole; become a
 child subreaper, so that whatever the command starts stays a descendant of this
 process even after a double fork and ``setsid``; start the command in its own
-session with its rlimits; then wait for it, killing every descendant at the
-wall clock (``timeout_s``) or when the working directory passes its disk quota.
+session with its rlimits, in ``cwd``; then wait for it, killing every descendant
+at the wall clock (``timeout_s``) or when the working directory and the sandbox's
+own directories (``disk``) pass its disk quota.
 When the command ends, whatever it left running is killed too. It exits with
 the command's exit code (128 + N for signal N); a kill for a timeout or the
 quota leaves a last ``[sandbox]`` line on stderr.
@@ -18,7 +19,8 @@ quota leaves a last ``[sandbox]`` line on stderr.
 ``put``/``get`` move one file as a one-member tar (like ``kubectl cp``);
 ``pack``/``unpack`` a gzipped tar of the working directory; ``reap`` kills the
 process tree of a ``run`` whose exec stream went away (found by its token).
-Every path must resolve inside the working directory (exit ``EXIT_UNSAFE``).
+Every path must resolve inside ``root`` (exit ``EXIT_UNSAFE``): the working
+directory, or the sandbox's own directory a file lies in.
 
 The rlimits, the disk measure and the kill of a tree are ``runtime.command_limits``,
 inlined into the source the pod gets (``runtime.launcher_source``).
@@ -218,8 +220,12 @@ def run(config: dict[str, Any], stdin: bytes | None) -> int:
     env.setdefault("PATH", os.environ.get("PATH") or DEFAULT_PATH)
     limits: dict[str, int] = config["limits"]
     cwd = config["cwd"]
+    disk = config.get("disk") or [cwd]
     become_subreaper()
     started = time.monotonic()
+    if not os.path.isdir(cwd):
+        print(f"cannot enter {cwd!r}: no such directory", file=sys.stderr)
+        return 126
     try:
         command = subprocess.Popen(
             argv,
@@ -252,7 +258,7 @@ def run(config: dict[str, Any], stdin: bytes | None) -> int:
             note = f"{TIMEOUT_NOTE} {config['timeout_s']:g}s: the command and its tree were killed"
             break
         if now >= next_disk:
-            if tree_size(cwd) > quota:
+            if sum(tree_size(place) for place in disk) > quota:
                 note = f"{DISK_NOTE} {limits['disk_mb']} MiB; the command was killed"
                 break
             next_disk = now + DISK_EVERY_S

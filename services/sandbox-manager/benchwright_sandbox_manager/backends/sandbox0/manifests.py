@@ -7,7 +7,7 @@ that tests can read exactly what went to the cluster.
 import hashlib
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
@@ -154,10 +154,16 @@ def pod_manifest(
     limits: SandboxLimits,
     uid: int,
     host_aliases: Mapping[str, str],
+    dirs: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A pod that only sleeps: every command is an exec into it, under the launcher."""
+    """A pod that only sleeps: every command is an exec into it, under the launcher.
+
+    Each of ``dirs`` (the sandbox's own absolute directories) is an ``emptyDir`` of
+    its own, mounted at its path.
+    """
     memory = f"{limits.memory_mb + limits.tmp_mb}Mi"  # /tmp is memory-backed
     disk = f"{limits.disk_mb}Mi"
+    own = [(f"dir-{i}", place) for i, place in enumerate(dirs)]
     aliases: dict[str, list[str]] = {}
     for host, ip in sorted(host_aliases.items()):
         aliases.setdefault(ip, []).append(host)
@@ -205,6 +211,7 @@ def pod_manifest(
                     "volumeMounts": [
                         {"name": "work", "mountPath": WORKDIR},
                         {"name": "tmp", "mountPath": TMPDIR},
+                        *({"name": name, "mountPath": place} for name, place in own),
                     ],
                 }
             ],
@@ -214,6 +221,7 @@ def pod_manifest(
                     "name": "tmp",
                     "emptyDir": {"medium": "Memory", "sizeLimit": f"{limits.tmp_mb}Mi"},
                 },
+                *({"name": name, "emptyDir": {"sizeLimit": disk}} for name, _ in own),
             ],
         },
     }
