@@ -242,4 +242,3 @@ def test_a_task_sandbox_presents_harbors_places_and_the_plans() -> None:
         directories=("/srv/cache",),
     )
     assert sandbox_dirs(plan) == ["/app", "/data", "/logs", "/solution", "/srv", "/tests"]
-

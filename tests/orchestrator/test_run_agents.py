@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_orchestrator.agents.loop import AgentLimits, AttemptRef, run_agent
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import (
@@ -18,6 +17,7 @@ from benchwright_orchestrator.domain import (
     Run,
     RunAlreadyFinishedError,
 )
+from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_shared.api.runs import EventList
 from benchwright_shared.contracts.agent_events import (
     AgentAttemptEnded,

@@ -18,7 +18,7 @@ TASKS = ("csv-top-region", "fix-median", "json-active-users", "organize-logs", "
 SOLVED = frozenset({"csv-top-region", "fix-median", "write-greeting"})
 
 TOP_REGION = (
-    "python3 -c \"import csv, collections; r = collections.Counter(); "
+    'python3 -c "import csv, collections; r = collections.Counter(); '
     "[r.update({row['region']: int(row['units']) * float(row['unit_price'])}) "
     "for row in csv.DictReader(open('data/sales.csv'))]; "
     "open('answer.txt', 'w').write(r.most_common(1)[0][0] + chr(10))\""

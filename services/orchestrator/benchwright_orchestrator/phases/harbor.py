@@ -236,7 +236,9 @@ async def _settle(harbor: _Harbor, row: TaskOutcome) -> None:
     await harbor.ctx.save()
 
 
-def _error_row(index: int, trial: int, task: AgenticTask, error_type: str, detail: str) -> TaskOutcome:
+def _error_row(
+    index: int, trial: int, task: AgenticTask, error_type: str, detail: str
+) -> TaskOutcome:
     return TaskOutcome(
         index=index,
         trial=trial,
@@ -380,7 +382,9 @@ async def _oracle(
     """Harbor's ``oracle``: the task's own ``solution/solve.sh``, as one shell step."""
     await _started(harbor, task, ref, tools=["shell"])
     solution = task.under("solution")
-    files = [SandboxFile(path=f"{SOLUTION_DIR}/{p}", content=c.decode()) for p, c in solution.items()]
+    files = [
+        SandboxFile(path=f"{SOLUTION_DIR}/{p}", content=c.decode()) for p, c in solution.items()
+    ]
     plan = harbor.plans[task.name]
     timeout_s = task.config.agent.timeout_sec or DEFAULT_AGENT_TIMEOUT_S
     done = await harbor.ctx.work.exec_in(
@@ -484,9 +488,7 @@ async def _verify(
     run = harbor.ctx.run
     run.record_agent_event(VerifierFinished(**_ids(ref), **verdict))
     if verdict.get("error_type"):
-        return _error_row(
-            ref.index, ref.trial, task, verdict["error_type"], str(verdict["detail"])
-        )
+        return _error_row(ref.index, ref.trial, task, verdict["error_type"], str(verdict["detail"]))
     score = float(verdict["reward"])
     return TaskOutcome(
         index=ref.index,
