@@ -135,7 +135,7 @@ async def platform_side(
             kinds = "AgentAttemptStarted,AgentAttemptEnded,AgentModelTurn,AgentToolResult"
             events = (
                 await client.get(
-                    f"/v1/runs/{run_id}/events", params={"types": kinds, "limit": 10000}
+                    f"/v1/runs/{run_id}/events", params={"types": kinds, "limit": 1000}
                 )
             ).json()["data"]
     finally:
