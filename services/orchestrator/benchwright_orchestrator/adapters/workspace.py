@@ -186,6 +186,10 @@ class NatsWorkspace:
         if reply is None:
             with_data = [*await self.base_files(), *files]
             reply = await self.request(self._create_command(role, with_data, None))
+        return self._recorded(reply)
+
+    def _recorded(self, reply: Contract) -> str:
+        """The id of the sandbox ``reply`` announces, once its creation is on the run."""
         if not isinstance(reply, SandboxCreated):
             raise PhaseError("sandbox_crash", f"unexpected reply {type(reply).__name__}")
         self.run.sandbox_created(
@@ -229,15 +233,7 @@ class NatsWorkspace:
 
     async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
         reply = await self.request(self._create_command("task", files, None, dirs=dirs))
-        if not isinstance(reply, SandboxCreated):
-            raise PhaseError("sandbox_crash", f"unexpected reply {type(reply).__name__}")
-        self.run.sandbox_created(
-            sandbox_id=reply.sandbox_id,
-            backend=reply.backend,
-            metadata=reply.metadata,
-            owner=reply.owner,
-        )
-        return reply.sandbox_id
+        return self._recorded(reply)
 
     async def install_scorer(self) -> None:
         """Write the scorer on record into the live work sandbox, if there is one.
