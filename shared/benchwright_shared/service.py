@@ -10,6 +10,12 @@ from typing import Protocol
 
 from faststream.nats import NatsBroker, NatsRouter
 
+# How long an HTTP server of ours keeps an idle connection open. Clients reuse idle
+# connections for up to their own expiry (httpx and the OpenAI SDK: 5 s); a server
+# that closes sooner or at the same moment races them, and the request sent on the
+# closing connection fails with a read error. Ours outlasts them.
+HTTP_KEEP_ALIVE_S = 75
+
 
 class Service(Protocol):
     name: str

@@ -35,6 +35,7 @@ from benchwright_shared.contracts import (
     SutRef,
 )
 from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.service import HTTP_KEEP_ALIVE_S
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -258,6 +259,7 @@ class ProxyRuntime:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            timeout_keep_alive=HTTP_KEEP_ALIVE_S,
             # Streams still open at shutdown get this long to finish.
             timeout_graceful_shutdown=5,
         )
