@@ -37,6 +37,18 @@ COST_TIMEOUT_S = 2.0
 VIEW_POLL_S = 0.05
 
 
+async def run_cost(ctx: GatewayContext, run_id: str) -> RunCost | None:
+    try:
+        return await ask(ctx.bus(), GetRunCost(run_id=run_id), RunCost, timeout=COST_TIMEOUT_S)
+    except Exception:
+        return None  # billing is down: show the run, without its cost
+
+
+async def shown_run(ctx: GatewayContext, row: RunRow) -> dict[str, Any]:
+    """A run as the API shows it, its cost included when billing answers."""
+    return render_run(row, await run_cost(ctx, row["run_id"]), ctx.settings.gateway_url)
+
+
 class BusPorts:
     """Every port of ``ports.LaunchPorts``, for one request's use."""
 
@@ -92,16 +104,7 @@ class BusPorts:
         return row
 
     async def show(self, row: RunRow) -> Run:
-        rendered = render_run(row, await self._cost(row["run_id"]), self.ctx.settings.gateway_url)
-        return Run.model_validate(rendered)
-
-    async def _cost(self, run_id: str) -> RunCost | None:
-        try:
-            return await ask(
-                self.ctx.bus(), GetRunCost(run_id=run_id), RunCost, timeout=COST_TIMEOUT_S
-            )
-        except Exception:
-            return None  # billing is down: show the run, without its cost
+        return Run.model_validate(await shown_run(self.ctx, row))
 
     # -- the gateway's own application -------------------------------------------------------
     async def defaults(self, account: str) -> dict[str, Any]:

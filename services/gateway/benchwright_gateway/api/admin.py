@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from benchwright_gateway.api import deps
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
+from benchwright_gateway.operations import raise_for
 from benchwright_shared import subjects
 from benchwright_shared.api.admin import ParkedList, ProjectionRebuild
 from benchwright_shared.bus import ask

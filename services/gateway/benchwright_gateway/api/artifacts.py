@@ -16,10 +16,10 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.narration import narrate
 from benchwright_gateway.api.report import render_report
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_shared.api.artifacts import ArtifactDetail, ArtifactList
 from benchwright_shared.api.runs import Narration
 from benchwright_shared.bus import ask, jetstream

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
+from benchwright_gateway.operations import raise_for
 from benchwright_shared.api.account import (
     Balance,
     BillingAlertList,

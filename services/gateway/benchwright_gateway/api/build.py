@@ -21,12 +21,8 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
-from benchwright_gateway.api.registry_calls import upload_rows
-from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.api.registry_calls import answered, upload_rows
 from benchwright_shared.api.registry import BuiltSubset, BuiltSubsetEdit
-from benchwright_shared.bus import ask
-from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.build import (
     BuildAnswer,
     CreateBuiltSubset,
@@ -95,19 +91,13 @@ def _edited(answer: BuildAnswer) -> BuiltSubsetEdit:
 router = APIRouter(prefix="/v1/build", tags=["build"])
 
 
-async def _ask(ctx: GatewayContext, request: Contract) -> BuildAnswer:
-    answer = await ask(ctx.bus(), request, BuildAnswer, timeout=TIMEOUT_S)
-    raise_for(answer.problem)
-    return answer
-
-
 @router.post("/subsets", status_code=201)
 async def create(body: BuiltSubsetIn, ctx: Ctx, caller: Caller, response: Response) -> BuiltSubset:
     """A BUILT subset of one of your benchmarks. Its id is the content address of its
     rows, its impl is generated from the recipe; the same request again answers 200."""
     caller.require(PUBLISH)
     _check_rows(body.tasks, "tasks")
-    answer = await _ask(
+    answer = await answered(
         ctx,
         CreateBuiltSubset(
             account=caller.account,
@@ -119,6 +109,7 @@ async def create(body: BuiltSubsetIn, ctx: Ctx, caller: Caller, response: Respon
             note=body.note,
             tasks=await upload_rows(ctx, body.tasks),
         ),
+        BuildAnswer,
     )
     if not answer.changed:
         response.status_code = 200
@@ -129,8 +120,10 @@ async def create(body: BuiltSubsetIn, ctx: Ctx, caller: Caller, response: Respon
 async def read_recipe(subset: SubsetRef, ctx: Ctx, caller: Caller) -> BuiltSubset:
     """The recipe, the impl generated from it, and every edit with its note."""
     caller.require(READ)
-    answer = await _ask(
-        ctx, ReadRecipe(account=caller.account, admin="admin" in caller.scopes, subset=subset)
+    answer = await answered(
+        ctx,
+        ReadRecipe(account=caller.account, admin="admin" in caller.scopes, subset=subset),
+        BuildAnswer,
     )
     return _shown(answer)
 
@@ -142,7 +135,7 @@ async def update_recipe(
     """Change recipe knobs (the rest stay). The subset id stays; the next run records a
     new impl id. Owner or admin only."""
     caller.require(PUBLISH)
-    answer = await _ask(
+    answer = await answered(
         ctx,
         UpdateRecipe(
             account=caller.account,
@@ -151,6 +144,7 @@ async def update_recipe(
             config=body.config,
             note=body.note,
         ),
+        BuildAnswer,
     )
     return _edited(answer)
 
@@ -164,7 +158,7 @@ async def update_samples(
     keeps serving the runs that pinned it. Owner or admin only."""
     caller.require(PUBLISH)
     _check_rows(body.upsert, "upsert")
-    answer = await _ask(
+    answer = await answered(
         ctx,
         UpdateSamples(
             account=caller.account,
@@ -174,5 +168,6 @@ async def update_samples(
             remove=body.remove,
             note=body.note,
         ),
+        BuildAnswer,
     )
     return _edited(answer)

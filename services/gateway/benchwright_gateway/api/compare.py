@@ -15,8 +15,8 @@ from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_shared.api.compare import RunComparison
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage

@@ -11,17 +11,10 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from benchwright_shared.contracts.base import Problem
 from benchwright_shared.refusal import Refused
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
-
-
-def raise_for(problem: Problem | None) -> None:
-    """Raise a service's answered problem as this API's, its ``code`` included."""
-    if problem is not None:
-        raise Refused.from_problem(problem)
 
 
 def problem_response(

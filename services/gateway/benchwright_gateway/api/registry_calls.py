@@ -13,8 +13,8 @@ from fastapi import Response
 from nats.js.errors import BucketNotFoundError
 from pydantic import BaseModel
 
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_shared import subjects
 from benchwright_shared.bus import ask, jetstream
 from benchwright_shared.contracts.base import Contract
@@ -24,11 +24,16 @@ from benchwright_shared.hashing import canonical_json, sha256_hex
 TIMEOUT_S = 30.0
 
 
+async def answered[T: BaseModel](ctx: GatewayContext, request: BaseModel, answer: type[T]) -> T:
+    """A service's answer to ``request``; the problem it answered raised as a refusal."""
+    found = await ask(ctx.bus(), request, answer, timeout=TIMEOUT_S)
+    raise_for(getattr(found, "problem", None))
+    return found
+
+
 async def ask_registry(ctx: GatewayContext, request: Contract) -> RegistryAnswer:
     """The registry's answer to an authoring request; its problem raised as a refusal."""
-    answer = await ask(ctx.bus(), request, RegistryAnswer, timeout=TIMEOUT_S)
-    raise_for(answer.problem)
-    return answer
+    return await answered(ctx, request, RegistryAnswer)
 
 
 def answered_created(answer: RegistryAnswer, response: Response) -> None:

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
+from benchwright_gateway.api.registry_calls import answered
 from benchwright_gateway.context import GatewayContext
 from benchwright_shared.api.registry import (
     Impl,
@@ -32,7 +32,6 @@ from benchwright_shared.api.registry import (
     TaskRange,
     TaskRangeRun,
 )
-from benchwright_shared.bus import ask
 from benchwright_shared.contracts import registry_reads as reads
 from benchwright_shared.contracts.registry import RegistryAnswer
 from benchwright_shared.contracts.registry_reads import (
@@ -77,14 +76,8 @@ def _run(run: RegistryRun) -> RegistryRunAnswer:
 router = APIRouter(prefix="/v1", tags=["registry"])
 
 
-async def _ask[T: BaseModel](ctx: GatewayContext, query: BaseModel, answer: type[T]) -> T:
-    found = await ask(ctx.bus(), query, answer, timeout=TIMEOUT_S)
-    raise_for(getattr(found, "problem", None))
-    return found
-
-
 async def _run_list(ctx: GatewayContext, query: ListRegistryRuns) -> RegistryRunList:
-    found = await _ask(ctx, query, reads.RegistryRunList)
+    found = await answered(ctx, query, reads.RegistryRunList)
     runs = [_run(r) for r in found.runs]
     return RegistryRunList(data=runs, next_page_token=found.next_page_token)
 
@@ -94,7 +87,7 @@ async def leaderboard(subset_id: str, ctx: Ctx, caller: Caller) -> Leaderboard:
     """The best pass rate per model across the subset's public runs, under any of its
     impls. Only public runs place: a subset of a private benchmark has no entries."""
     caller.require(READ)
-    found = await _ask(
+    found = await answered(
         ctx, ReadLeaderboard(account=caller.account, subset_id=subset_id), reads.Leaderboard
     )
     return Leaderboard(
@@ -162,7 +155,7 @@ async def compare(
     """Runs that share the impl, side by side by model: one row per (subset snapshot,
     trials, model), so every row of a group was measured the same way."""
     caller.require(READ)
-    found = await _ask(
+    found = await answered(
         ctx, CompareImpl(account=caller.account, impl_id=impl_id, subset_id=subset), Comparison
     )
     return ImplComparison(impl_id=found.impl_id, benchmark_id=found.benchmark_id, data=found.rows)
@@ -191,7 +184,7 @@ async def task_range(
             field="end",
             code="invalid_argument",
         )
-    found = await _ask(
+    found = await answered(
         ctx,
         ReadTaskRange(
             account=caller.account,
@@ -227,7 +220,7 @@ async def impl_from_run(body: ImplFromRunIn, ctx: Ctx, caller: Caller, response:
             field="subset",
             code="invalid_argument",
         )
-    answer = await _ask(
+    answer = await answered(
         ctx,
         CreateImplFromRun(
             account=caller.account,

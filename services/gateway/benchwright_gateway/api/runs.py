@@ -15,9 +15,9 @@ from benchwright_gateway.api import lookup
 from benchwright_gateway.api.artifacts import KINDS, latest_described
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_gateway.render import (
     RUN_FIELDS,
     parse_task_page_token,

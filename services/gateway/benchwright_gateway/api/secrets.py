@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.deps import Caller, Ctx
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.api.idempotency import answer_once
 from benchwright_gateway.api.lookup import load_run
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_shared.api.account import (
     BlockedHostList,
     DeletedSecret,
