@@ -8,7 +8,15 @@ import pytest
 from eventsourcing.application import Application
 from eventsourcing.persistence import StoredEvent
 
-from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding, new_key, parse_key
+from benchwright_proxy.application import ProxyApplication
+from benchwright_proxy.domain import (
+    EGRESS_PREFIX,
+    InvalidProxyKeyError,
+    ModelBinding,
+    new_key,
+    parse_key,
+)
+from benchwright_shared.contracts import SutRef
 
 
 def test_a_key_names_its_run_and_opens_only_its_binding() -> None:
@@ -32,6 +40,30 @@ def test_a_repeated_attach_replaces_the_key() -> None:
     binding.issue_key(second_hash)
     assert not binding.accepts(parse_key(first)[1])
     assert binding.accepts(parse_key(second)[1])
+
+
+def test_the_egress_key_opens_the_injector_only_and_goes_with_the_model_key() -> None:
+    app = ProxyApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    run_id = str(uuid.uuid4())
+    sut = SutRef(model="m", provider="openai_compatible", api_base="http://model.invalid")
+    binding, model_key = app.attach(run_id, "acct", sut)
+    egress = binding.egress_key
+    assert egress.startswith(EGRESS_PREFIX) and binding.key_hash not in egress
+    assert model_key.rsplit(".", 1)[1] not in egress
+    assert app.authenticate_egress(egress).run_id == run_id
+    assert app.authenticate(model_key).run_id == run_id
+    with pytest.raises(InvalidProxyKeyError):
+        app.authenticate(egress)
+    with pytest.raises(InvalidProxyKeyError):
+        app.authenticate_egress(model_key)
+    # A new attach issues a new key, and with it a new egress key.
+    again, _ = app.attach(run_id, "acct", sut)
+    assert again.egress_key != egress
+    with pytest.raises(InvalidProxyKeyError):
+        app.authenticate_egress(egress)
+    app.detach(run_id)
+    with pytest.raises(InvalidProxyKeyError):
+        app.authenticate_egress(again.egress_key)
 
 
 @pytest.mark.parametrize("bad", ["sk-real-key", "bw_proxy_nodot", "bw_proxy_zz.secret", ""])

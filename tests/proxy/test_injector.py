@@ -77,10 +77,13 @@ def headers_of(response: httpx.Response) -> dict[str, str]:
 async def test_requests_without_a_valid_run_key_get_407(
     egress: EgressInjector, platform: Platform, upstream: Upstream, tls_upstream: Upstream
 ) -> None:
-    _run_id, key = platform.run()
+    run_id, key = platform.run()
     wrong = key.rsplit(".", 1)[0] + ".not-the-secret"
     before = len(upstream.seen) + len(tls_upstream.seen)
-    for candidate in (None, wrong, "bw_proxy_nonsense", ""):
+    # The run's model key opens the model API only: a sandbox given the egress key
+    # alone (an agent's task) cannot spend the run's model budget, nor the reverse.
+    model_key = platform.model_keys[run_id]
+    for candidate in (None, wrong, "bw_proxy_nonsense", "", model_key):
         async with client(egress, candidate) as c:
             response = await c.get(upstream.url("/echo"))
             assert response.status_code == 407, candidate

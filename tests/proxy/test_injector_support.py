@@ -175,17 +175,19 @@ class Platform:
         self.vault_store = BlockingStore("test-vault")
         self.ports = ServicePorts(self._check_key, self.vault, self.vault_store)
         self.recorded: list[tuple[str, dict[tuple[str | None, str], int]]] = []
+        # Each run's model key: it opens the model API, never the injector.
+        self.model_keys: dict[str, str] = {}
         self.pins: list[str] = []
 
     async def _check_key(self, key: str) -> Any:
-        return await self.bindings_store.run(self.bindings.authenticate, key)
+        return await self.bindings_store.run(self.bindings.authenticate_egress, key)
 
     def run(self, account: str = "acct") -> tuple[str, str]:
-        """A new run bound for ``account``: (run_id, proxy key)."""
+        """A new run bound for ``account``: (run_id, its egress key)."""
         run_id = str(uuid.uuid4())
         sut = SutRef(model="fake", provider="openai_compatible", api_base="http://model.invalid:9")
-        _, key = self.bindings.attach(run_id, account, sut)
-        return run_id, key
+        binding, self.model_keys[run_id] = self.bindings.attach(run_id, account, sut)
+        return run_id, binding.egress_key
 
     def put(self, name: str, value: str, rule: SecretRule, account: str = "acct") -> None:
         self.vault.put(PutSecret(account=account, name=name, value=value, rules=[rule]))

@@ -56,7 +56,7 @@ class ProxyService:
         self._injector_task: asyncio.Task[None] | None = None
 
     def _injector(self) -> EgressInjector:
-        ports = ServicePorts(self.runtime.authenticate, self.vault, self.vault_store)
+        ports = ServicePorts(self.runtime.authenticate_egress, self.vault, self.vault_store)
         return EgressInjector(
             confdir=self.settings.injector_ca_dir
             or self.settings.service_dir(self.name) / "injector",

@@ -9,6 +9,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import RecordConflictError
 
 from benchwright_proxy.domain import (
+    EGRESS_PREFIX,
     CachedAnswer,
     InvalidProxyKeyError,
     ModelBinding,
@@ -96,14 +97,26 @@ class ProxyApplication(Application[uuid.UUID]):
             self.save(binding)
 
     def authenticate(self, key: str) -> ModelBinding:
-        """The binding a key opens; raises ``InvalidProxyKeyError``."""
+        """The binding a model key opens; raises ``InvalidProxyKeyError``."""
         run_id, secret = parse_key(key)
+        binding = self._binding(run_id)
+        if not binding.accepts(secret):
+            raise InvalidProxyKeyError("key revoked or wrong")
+        return binding
+
+    def authenticate_egress(self, key: str) -> ModelBinding:
+        """The binding an egress key opens; raises ``InvalidProxyKeyError``."""
+        run_id, tag = parse_key(key, EGRESS_PREFIX)
+        binding = self._binding(run_id)
+        if not binding.accepts_egress(tag):
+            raise InvalidProxyKeyError("key revoked or wrong")
+        return binding
+
+    def _binding(self, run_id: str) -> ModelBinding:
         try:
             binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
         except AggregateNotFoundError:
             raise InvalidProxyKeyError("unknown run") from None
-        if not binding.accepts(secret):
-            raise InvalidProxyKeyError("key revoked or wrong")
         return binding
 
     # -- the response cache ----------------------------------------------------------

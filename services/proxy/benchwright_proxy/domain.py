@@ -3,6 +3,13 @@
 A run's proxy key is ``bw_proxy_<run hex>.<secret>``; only a hash of the
 secret is stored, and a key is checked against the binding of the run it
 names. Detaching a run revokes its key.
+
+A run's sandboxes reach the outside through the egress injector with another
+credential, ``bw_egress_<run hex>.<tag>``, whose tag is an HMAC of the stored
+hash: it opens the injector only, never the model API. A sandbox that needs the
+network but has no business calling the model (an agent's task, whose model
+calls the orchestrator makes) holds the egress key alone. It is revoked with the
+model key (a new key, a new tag; a detached binding accepts neither).
 """
 
 import hashlib
@@ -14,6 +21,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate, event
 
 KEY_PREFIX = "bw_proxy_"
+EGRESS_PREFIX = "bw_egress_"
 
 
 class BindingError(Exception):
@@ -34,15 +42,25 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def parse_key(key: str) -> tuple[str, str]:
-    """(run_id, secret) from a proxy key; raises ``InvalidProxyKeyError``."""
-    if not key.startswith(KEY_PREFIX) or "." not in key:
+def parse_key(key: str, prefix: str = KEY_PREFIX) -> tuple[str, str]:
+    """(run_id, secret) from a proxy key (an egress key with ``EGRESS_PREFIX``: its
+    tag); raises ``InvalidProxyKeyError``."""
+    if not key.startswith(prefix) or "." not in key:
         raise InvalidProxyKeyError("not a Benchwright proxy key")
-    run_hex, secret = key.removeprefix(KEY_PREFIX).split(".", 1)
+    run_hex, secret = key.removeprefix(prefix).split(".", 1)
     try:
         return str(uuid.UUID(hex=run_hex)), secret
     except ValueError:
         raise InvalidProxyKeyError("malformed proxy key") from None
+
+
+def egress_tag(key_hash: str) -> str:
+    return hmac.new(key_hash.encode(), b"egress", hashlib.sha256).hexdigest()
+
+
+def egress_key(run_id: str, key_hash: str) -> str:
+    """The injector's credential for the run whose model key hashes to ``key_hash``."""
+    return f"{EGRESS_PREFIX}{uuid.UUID(run_id).hex}.{egress_tag(key_hash)}"
 
 
 # What a binding holds besides its key, each set by an event after ``Attached``.
@@ -164,6 +182,13 @@ class ModelBinding(Aggregate):
 
     def accepts(self, secret: str) -> bool:
         return self.active and hmac.compare_digest(self.key_hash, hash_secret(secret))
+
+    def accepts_egress(self, tag: str) -> bool:
+        return self.active and hmac.compare_digest(egress_tag(self.key_hash), tag)
+
+    @property
+    def egress_key(self) -> str:
+        return egress_key(self.run_id, self.key_hash)
 
 
 class CachedAnswer(Aggregate):

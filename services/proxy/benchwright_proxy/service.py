@@ -15,7 +15,7 @@ from faststream.nats import NatsBroker
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.ceilings import TaskSpend
 from benchwright_proxy.credentials import RunCredentials
-from benchwright_proxy.domain import ModelBinding, parse_key
+from benchwright_proxy.domain import EGRESS_PREFIX, ModelBinding, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.pricing import call_cost_micros
@@ -88,21 +88,32 @@ class ProxyRuntime:
         self.call_traces: CallTraces | None = None
 
     async def authenticate(self, key: str) -> ModelBinding:
-        """The run a key belongs to. Bindings are cached for ``BINDING_TTL_S``: another copy
-        may have revoked the key (``DetachModel`` reaches one copy) or re-attached the run."""
+        """The run a model key belongs to. Bindings are cached for ``BINDING_TTL_S``: another
+        copy may have revoked the key (``DetachModel`` reaches one copy) or re-attached the run."""
         run_id, secret = parse_key(key)
+        return await self._opened(run_id, key, self.app.authenticate, lambda b: b.accepts(secret))
+
+    async def authenticate_egress(self, key: str) -> ModelBinding:
+        """The run an egress key belongs to (the injector's check), cached alike."""
+        run_id, tag = parse_key(key, EGRESS_PREFIX)
+        return await self._opened(
+            run_id, key, self.app.authenticate_egress, lambda b: b.accepts_egress(tag)
+        )
+
+    async def _opened(
+        self,
+        run_id: str,
+        key: str,
+        check: Callable[[str], ModelBinding],
+        accepts: Callable[[ModelBinding], bool],
+    ) -> ModelBinding:
         cached = self._bindings.get(run_id)
-        if cached is not None and time.monotonic() - cached[1] > BINDING_TTL_S:
-            cached = None
-        if cached is None:
-            binding = await self.store.run(self.app.authenticate, key)
-            self._bindings[run_id] = (binding, time.monotonic())
-            return binding
-        binding = cached[0]
-        if not binding.accepts(secret):
-            # Perhaps re-attached through another copy since we read it: ask the store.
-            binding = await self.store.run(self.app.authenticate, key)
-            self._bindings[run_id] = (binding, time.monotonic())
+        fresh = cached is not None and time.monotonic() - cached[1] <= BINDING_TTL_S
+        if cached is not None and fresh and accepts(cached[0]):
+            return cached[0]
+        # Unknown here, stale, or perhaps re-attached through another copy: ask the store.
+        binding = await self.store.run(check, key)
+        self._bindings[run_id] = (binding, time.monotonic())
         return binding
 
     async def bind(
@@ -166,12 +177,13 @@ class ProxyRuntime:
             model_id=binding.model_id,
             litellm_config_yaml=litellm_config_yaml(command.sut),
             max_concurrency=max_concurrency(command.sut),
-            egress=self.egress(key),
+            egress=self.egress(binding.egress_key),
         )
         await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
 
     def egress(self, key: str) -> Egress | None:
-        """The injector's address for the run that holds ``key``, with the CA to trust."""
+        """The injector's address for the run whose egress key is ``key``, with the CA
+        to trust."""
         if self.injector is None:
             return None
         public = self.settings.injector_public_url

@@ -165,7 +165,8 @@ class CreateSandbox(Contract):
 class Egress(BaseModel):
     """How a run's sandboxes reach the outside: the egress injector, and its CA.
 
-    ``proxy_url`` carries the run's proxy key as its user info; the sandbox-manager
+    ``proxy_url`` carries the run's egress key (it opens the injector, not the model
+    API) as its user info; the sandbox-manager
     sets it as HTTP(S)_PROXY and writes ``ca_cert_pem`` (the certificate only, never
     its key) where TLS clients look for trusted roots.
     """

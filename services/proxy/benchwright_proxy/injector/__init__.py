@@ -1,6 +1,7 @@
 """The egress injector: the forward proxy every sandbox's HTTP(S) goes through.
 
-It identifies the run by the proxy key in ``Proxy-Authorization``, applies the
+It identifies the run by its egress key in ``Proxy-Authorization`` (never the model
+key: see ``benchwright_proxy.domain``), applies the
 account's host policy (403 and a counted refusal for a blocked host), injects the
 account's secrets at the versions pinned when the run was first seen, and streams
 responses through unbuffered. mitmproxy is imported when it starts, not here.

@@ -61,7 +61,7 @@ class ServicePorts:
     """``authenticate``, ``decide``, ``injections``, ``pin`` and ``record_refusals`` for
     :class:`~benchwright_proxy.injector.EgressInjector`, from the proxy service's parts.
 
-    ``check_key`` is the proxy's key check (``ProxyRuntime.authenticate``): it returns
+    ``check_key`` is the proxy's egress key check (``ProxyRuntime.authenticate_egress``): it returns
     the run's binding or raises ``InvalidProxyKeyError``.
     """
 
