@@ -207,7 +207,9 @@ export class Runs {
 
   /**
    * The run's task results as a file: `jsonl` (one task a line), `csv`, `markdown`,
-   * `lm-eval`, `lm-eval-samples` or `inspect` (an Inspect AI `.eval` log, a zip).
+   * `lm-eval`, `lm-eval-samples`, `inspect` (an Inspect AI `.eval` log, a zip) or
+   * `atif` (an agent run's trajectories in Harbor's ATIF, one JSON line per task and
+   * trial).
    */
   async export(
     runId: string,

@@ -841,8 +841,16 @@ export interface paths {
         /**
          * Export
          * @description A finished (or running) run's task results as ``jsonl``, ``csv``, a
-         *     ``markdown`` report, or lm-evaluation-harness's ``lm-eval`` results and
-         *     ``lm-eval-samples``; streamed, a page of tasks at a time.
+         *     ``markdown`` report, lm-evaluation-harness's ``lm-eval`` results and
+         *     ``lm-eval-samples``, an Inspect AI ``inspect`` log (``.eval``), or an agent run's
+         *     trajectories as ``atif`` (Harbor's Agent Trajectory Interchange Format, JSON
+         *     Lines, one per task and trial; refused for a run no agent ran); streamed, a
+         *     page of tasks at a time.
+         *
+         *     A run still running exports what its log holds: its settled tasks; ``atif``
+         *     also the trials under way, up to their last recorded step (no end in
+         *     ``extra.benchwright``, ``final_metrics`` summing the turns so far), and an
+         *     agent run's ``inspect`` samples carry the conversations so far.
          */
         get: operations["export_v1_runs__run_id__export_get"];
         put?: never;
@@ -9764,7 +9772,7 @@ export interface operations {
     export_v1_runs__run_id__export_get: {
         parameters: {
             query?: {
-                format?: "jsonl" | "csv" | "markdown" | "lm-eval" | "lm-eval-samples" | "inspect";
+                format?: "jsonl" | "csv" | "markdown" | "lm-eval" | "lm-eval-samples" | "inspect" | "atif";
             };
             header?: never;
             path: {

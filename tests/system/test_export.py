@@ -109,6 +109,10 @@ async def test_a_run_exports_to_every_format(
     assert platform.client is not None
     bad = await platform.client.get(f"/v1/runs/{run.id}/export", params={"format": "xml"})
     assert bad.status_code == 400 and bad.json()["field"] == "format"
+    # Trajectories are an agent run's: this run has none, and says so.
+    refused = await platform.client.get(f"/v1/runs/{run.id}/export", params={"format": "atif"})
+    assert refused.status_code == 400 and refused.json()["field"] == "format"
+    assert refused.headers["content-type"].startswith("application/problem+json")
 
     # The CLI writes an export to a file.
     monkeypatch.setenv("BW_PAT", platform.token)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harbor.models.trajectories import Observation, Trajectory
 from typer.testing import CliRunner
 
 from benchwright import AsyncBenchwright
@@ -22,11 +23,13 @@ from tests.support.harbor_scripts import (
     DATASET,
     DATASET_NAME,
     SOLVED,
+    STARTER_SCRIPTS,
     TASKS,
     dataset_files,
     starter_book,
 )
 from tests.support.scripted_agent_model import ScriptedAgentServer
+from tests.system.test_export import read_inspect_log
 from tests.system.test_leaderboards import finish
 
 pytestmark = [pytest.mark.slow, pytest.mark.connected, pytest.mark.embedded_only]
@@ -56,6 +59,16 @@ async def outcomes(bw: AsyncBenchwright, run_id: str) -> dict[str, list[str]]:
     return {t.task_id: [x.outcome for x in t.trials] or [t.outcome] for t in page.data}
 
 
+async def trajectories(bw: AsyncBenchwright, run_id: str) -> list[Trajectory]:
+    """The run's ``format=atif`` export, each line read by Harbor's own model."""
+    lines = (await bw.runs.export(run_id, "atif")).decode().splitlines()
+    return [Trajectory.model_validate_json(line) for line in lines]
+
+
+def about(trajectory: Trajectory) -> dict[str, Any]:
+    return dict((trajectory.extra or {})["benchwright"])
+
+
 async def test_oracle_scores_every_task_and_nop_none(
     platform: Platform, bw: AsyncBenchwright, model: ScriptedAgentServer
 ) -> None:
@@ -72,9 +85,21 @@ async def test_oracle_scores_every_task_and_nop_none(
     assert kept["files"] == sorted(dataset_files()) and len(kept["files_sha256"]) == 64
     assert model.requests == []  # neither agent asks a model anything
 
+    # One trajectory a task: the oracle's one scripted call (solve.sh), nop's none.
+    solved = await trajectories(bw, oracle.id)
+    assert sorted(about(t)["task_id"] for t in solved) == sorted(TASKS)
+    for t in solved:
+        assert t.agent.name == "oracle" and [s.source for s in t.steps] == ["user", "agent"]
+        assert t.steps[1].llm_call_count == 0 and t.steps[1].observation is not None
+        assert [c.tool_call_id for c in t.steps[1].tool_calls or []] == ["solve"]
+        assert about(t)["verifier"]["reward"] == 1.0 and about(t)["result"]["outcome"] == "pass"
+    idle = await trajectories(bw, nop.id)
+    assert sorted(about(t)["task_id"] for t in idle) == sorted(TASKS)
+    assert all([s.source for s in t.steps] == ["user"] for t in idle)
+
 
 async def test_the_platforms_agent_scores_exactly_what_its_script_solves(
-    platform: Platform, bw: AsyncBenchwright, model: ScriptedAgentServer
+    platform: Platform, bw: AsyncBenchwright, model: ScriptedAgentServer, tmp_path: Path
 ) -> None:
     launched = await bw.runs.launch(
         harness="harbor",
@@ -97,6 +122,56 @@ async def test_the_platforms_agent_scores_exactly_what_its_script_solves(
     assert kinds.count("AgentAttemptStarted") == kinds.count("VerifierFinished") == 10
     turns = [e for e in events if e.type == "AgentModelTurn"]
     assert turns and all(e.data["input_tokens"] > 0 for e in turns)
+
+    # The ATIF export: one trajectory per task and trial, valid for Harbor's model, the
+    # tool calls and final answers those of the model's script.
+    exported = await trajectories(bw, run.id)
+    assert sorted((about(t)["task_id"], about(t)["trial"]) for t in exported) == sorted(
+        (name, trial) for name in TASKS for trial in (0, 1)
+    )
+    for t in exported:
+        assert t.agent.name == "benchwright" and t.agent.model_name == "scripted@openai_compatible"
+        assert [s.source for s in t.steps[:2]] == ["system", "user"]
+        script = next(s for key, s in STARTER_SCRIPTS.items() if key in str(t.steps[1].message))
+        agent_steps = t.steps[2:]
+        assert len(agent_steps) == len(script)
+        asked = [(c.function_name, c.arguments) for s in agent_steps for c in s.tool_calls or []]
+        assert asked == [call for turn in script for call in turn.tool_calls]
+        for step in agent_steps:
+            answered = [
+                r.source_call_id for r in (step.observation or Observation(results=[])).results
+            ]
+            assert answered == [c.tool_call_id for c in step.tool_calls or []]
+            assert step.metrics is not None and (step.metrics.prompt_tokens or 0) > 0
+        assert agent_steps[-1].message == script[-1].text
+        reward = about(t)["verifier"]["reward"]
+        assert reward == (1.0 if about(t)["task_id"] in SOLVED else 0.0)
+        assert t.final_metrics is not None
+        assert t.final_metrics.total_prompt_tokens == sum(
+            s.metrics.prompt_tokens or 0 for s in agent_steps if s.metrics
+        )
+
+    # Inspect's own reader opens the .eval export: each sample the agent's conversation.
+    log = await asyncio.to_thread(
+        read_inspect_log, await bw.runs.export(run.id, "inspect"), tmp_path
+    )
+    assert log.samples is not None and len(log.samples) == len(TASKS) * 2
+    by_trial = {(about(t)["task_id"], about(t)["trial"] + 1): t for t in exported}
+    for sample in log.samples:
+        twin = by_trial[(str(sample.id), sample.epoch)]
+        assert [m.role for m in sample.messages[:2]] == ["system", "user"]
+        calls = [
+            (c.function, c.arguments)
+            for m in sample.messages
+            if m.role == "assistant"
+            for c in m.tool_calls or []
+        ]
+        assert calls == [
+            (c.function_name, c.arguments) for s in twin.steps for c in s.tool_calls or []
+        ]
+        tools = sum(1 for m in sample.messages if m.role == "tool")
+        assert [e.event for e in sample.events].count("model") == len(twin.steps) - 2
+        assert [e.event for e in sample.events].count("tool") == tools == len(calls)
 
 
 async def test_the_cli_sends_a_task_folder_and_narrows_to_one_task(
@@ -132,6 +207,19 @@ async def test_the_cli_sends_a_task_folder_and_narrows_to_one_task(
     assert document["run"]["status"] == "ok"
     assert document["summary"]["total"] == 1 and document["summary"]["passed"] == 1
     assert document["run"]["metadata"]["harbor_task"] == "write-greeting"
+
+    # The CLI writes the run's trajectory: one task, one trial, one line.
+    target = tmp_path / "run.atif.jsonl"
+    exported = await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        ["run", "export", document["run"]["id"], "--format", "atif", "--to", str(target)],
+    )
+    assert exported.exit_code == 0, exported.output
+    (line,) = target.read_text().splitlines()
+    written = Trajectory.model_validate_json(line)
+    assert about(written)["task_id"] == "write-greeting"
+    assert [c.function_name for s in written.steps for c in s.tool_calls or []] == ["write_file"]
 
     # A folder that is not there is a one-line usage error, before any request.
     missing = await asyncio.to_thread(

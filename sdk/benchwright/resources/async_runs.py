@@ -166,8 +166,10 @@ class AsyncRuns:
         outputs), ``csv``, ``markdown`` (a report with summary, intervals, cost,
         fingerprint and the SHA-256s it was built from), ``lm-eval`` (an
         lm-evaluation-harness results JSON), ``lm-eval-samples`` (its samples
-        JSONL) or ``inspect`` (an Inspect AI ``.eval`` log, one sample per task and
-        trial). The server streams it."""
+        JSONL), ``inspect`` (an Inspect AI ``.eval`` log, one sample per task and
+        trial; an agent run's carry its conversations) or ``atif`` (an agent run's
+        trajectories in Harbor's ATIF, one JSON line per task and trial). The server
+        streams it."""
         return await self._http.send(RunCalls.export(run_id, format))
 
     async def compare(self, run_id: str, other: str, *, alpha: float = 0.05) -> RunComparison:

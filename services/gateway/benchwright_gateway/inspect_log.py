@@ -17,6 +17,13 @@ A Benchwright task becomes one sample per trial (epoch = trial + 1) with two
 scores: ``pass`` (``C``/``I``, what accuracy counts) and ``score`` (the scorer's
 value in [0, 1]). An errored trial has no scores and an ``error``, as in Inspect.
 
+An agent's trial (``SampleSource.conversation``, its latest attempt) becomes the
+conversation the model had: the system prompt, the instruction, each turn's
+assistant message with its ``tool_calls`` and a ``tool`` message per result, and
+a ``ModelEvent`` per turn and a ``ToolEvent`` per call, as Inspect records its own
+agents (so ``inspect view`` shows the transcript). The events hold the texts as
+the run's log does, each cut at 8,192 characters.
+
 Importing Inspect takes seconds: the gateway imports this module on the first
 ``inspect`` export only.
 """
@@ -26,6 +33,7 @@ import zipfile
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from inspect_ai.event import Event, ModelEvent, ToolEvent
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
@@ -38,9 +46,24 @@ from inspect_ai.log import (
     EvalSpec,
     EvalStats,
 )
-from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, ModelUsage
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelOutput,
+    ModelUsage,
+)
 from inspect_ai.scorer import CORRECT, INCORRECT, Score
-from pydantic import BaseModel
+from inspect_ai.tool import ToolCall, ToolCallError, ToolInfo
+from pydantic import BaseModel, ConfigDict
+
+from benchwright_gateway.trajectories import TrialLog, moment
+from benchwright_shared.contracts.agent_events import AgentToolResult
+from benchwright_shared.run_log import LogEntry
 
 # A run's status as the log's: a run still going is a log still being written.
 LogStatus = Literal["started", "success", "cancelled", "error"]
@@ -55,7 +78,10 @@ SCORE_SCORER = "score"
 
 
 class SampleSource(BaseModel):
-    """What one sample is made of: a task row (or one trial of it) and its document."""
+    """What one sample is made of: a task row (or one trial of it) and its document,
+    and what the agent did in it, for an agent run."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     task_id: str
     index: int
@@ -70,6 +96,7 @@ class SampleSource(BaseModel):
     cost: dict[str, Any] | None
     input: Any
     expected: Any
+    conversation: TrialLog | None = None
 
 
 class _Sink:
@@ -237,15 +264,21 @@ def _sample(source: SampleSource, model: str) -> EvalSample:
             SCORE_SCORER: Score(value=float(source.score or 0.0), metadata=source.score_meta),
         }
     )
+    messages: list[ChatMessage] = [
+        ChatMessageUser(content=prompt),
+        ChatMessageAssistant(content=output, model=model),
+    ]
+    events: list[Event] = []
+    if source.conversation is not None:
+        messages, events = conversation(source.conversation, model)
+        prompt = source.conversation.started.data.instruction if source.conversation.started else ""
     return EvalSample(
         id=source.task_id,
         epoch=source.trial + 1,
         input=prompt,
         target=_text(source.expected),
-        messages=[
-            ChatMessageUser(content=prompt),
-            ChatMessageAssistant(content=output, model=model),
-        ],
+        messages=messages,
+        events=events,
         output=ModelOutput.from_content(model=model, content=output),
         scores=scores,
         metadata={
@@ -267,4 +300,85 @@ def _sample(source: SampleSource, model: str) -> EvalSample:
             if errored
             else None
         ),
+    )
+
+
+# What Inspect's tool errors say for a failed call of ours (``is_error``): a timeout
+# has no exit code.
+def _tool_error(exit_code: int | None, output: str) -> ToolCallError:
+    return ToolCallError("timeout" if exit_code is None else "unknown", output[:1000])
+
+
+def conversation(log: TrialLog, model: str) -> tuple[list[ChatMessage], list[Event]]:
+    """An agent's trial as Inspect's messages and its model and tool events."""
+    messages: list[ChatMessage] = []
+    start = log.started.data if log.started else None
+    if start is not None:
+        if start.system_prompt:
+            messages.append(ChatMessageSystem(content=start.system_prompt))
+        messages.append(ChatMessageUser(content=start.instruction))
+    tools = [ToolInfo(name=name, description=name) for name in (start.tools if start else [])]
+    turned = {t.data.turn for t in log.turns}
+    # Calls no model asked for (the oracle's solve.sh): events only, not messages.
+    events: list[Event] = [_tool_event(r, {}) for r in log.results if r.data.turn not in turned]
+    for entry in log.turns:
+        turn = entry.data
+        asked = [ToolCall(id=c.id, function=c.name, arguments=c.arguments) for c in turn.tool_calls]
+        reply = ChatMessageAssistant(content=turn.text or "", tool_calls=asked or None, model=model)
+        usage = ModelUsage(
+            input_tokens=turn.input_tokens,
+            output_tokens=turn.output_tokens,
+            total_tokens=turn.input_tokens + turn.output_tokens,
+            total_cost=turn.cost_micros / 1_000_000 if turn.cost_micros is not None else None,
+        )
+        events.append(
+            ModelEvent(
+                timestamp=moment(entry.ts),
+                working_start=0.0,
+                model=model,
+                input=list(messages),
+                tools=tools,
+                tool_choice="auto",
+                config=GenerateConfig(),
+                output=ModelOutput(
+                    model=model,
+                    choices=[
+                        ChatCompletionChoice(
+                            message=reply,
+                            stop_reason="tool_calls" if asked else "stop",
+                        )
+                    ],
+                    usage=usage,
+                    time=turn.latency_ms / 1000,
+                ),
+                working_time=turn.latency_ms / 1000,
+                metadata={"benchwright": {"turn": turn.turn, "finish_reason": turn.finish_reason}},
+            )
+        )
+        messages.append(reply)
+        for result in log.results_of(turn.turn):
+            done = result.data
+            error = _tool_error(done.exit_code, done.output) if done.is_error else None
+            call = next((c for c in asked if c.id == done.call_id), None)
+            messages.append(
+                ChatMessageTool(
+                    content=done.output, tool_call_id=done.call_id, function=done.name, error=error
+                )
+            )
+            events.append(_tool_event(result, call.arguments if call else {}))
+    return messages, events
+
+
+def _tool_event(result: LogEntry[AgentToolResult], arguments: dict[str, Any]) -> ToolEvent:
+    done = result.data
+    return ToolEvent(
+        timestamp=moment(result.ts),
+        working_start=0.0,
+        id=done.call_id,
+        function=done.name,
+        arguments=arguments,
+        result=done.output,
+        error=_tool_error(done.exit_code, done.output) if done.is_error else None,
+        working_time=done.duration_ms / 1000,
+        metadata={"benchwright": {"exit_code": done.exit_code, "turn": done.turn}},
     )

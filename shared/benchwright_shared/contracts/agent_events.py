@@ -27,6 +27,10 @@ is a translation, not a reconstruction:
                                   content = output
     final_metrics                 AgentAttemptEnded
 
+(``benchwright_gateway.trajectories`` writes it: without a system prompt the steps
+count from the instruction; tool results of no model turn, ``turn`` 0, are an agent
+step with ``llm_call_count`` 0.)
+
 Texts are capped at ``TEXT_CAP`` characters in the event (``truncated`` says so, the
 ``*_chars`` field gives the whole size); the whole text belongs in an artifact.
 """

@@ -13,7 +13,10 @@ as they come, so a 10,000-task run is never held in memory in one piece.
 * ``lm-eval-samples``: its ``samples_*.jsonl`` shape (``doc_id``, ``doc``, ``target``,
   ``resps``, ``filtered_resps``, the metric), the documents read from the registry;
 * ``inspect``: an Inspect AI ``.eval`` log, one sample per task and trial
-  (``benchwright_gateway.inspect_log``; needs the ``inspect`` extra).
+  (``benchwright_gateway.inspect_log``; needs the ``inspect`` extra); an agent
+  run's samples carry the conversation (messages, model and tool events);
+* ``atif``: an agent run's trajectories in Harbor's Agent Trajectory Interchange
+  Format, JSON Lines, one per task and trial (``benchwright_gateway.trajectories``).
 """
 
 import asyncio
@@ -25,6 +28,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -32,16 +36,17 @@ from fastapi.responses import StreamingResponse
 
 from benchwright_gateway import comparison
 from benchwright_gateway import projections as views
-from benchwright_gateway.api import lookup
+from benchwright_gateway.api import agent_logs, lookup
 from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.render import render_spend, with_interval
+from benchwright_gateway.trajectories import TrialLog
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, GetSubsetRows, RunEventsPage, SubsetRows
 from benchwright_shared.projection import ViewCursor
 from benchwright_shared.refusal import Refused
 
-Format = Literal["jsonl", "csv", "markdown", "lm-eval", "lm-eval-samples", "inspect"]
+Format = Literal["jsonl", "csv", "markdown", "lm-eval", "lm-eval-samples", "inspect", "atif"]
 MEDIA = {
     "jsonl": ("application/x-ndjson", "jsonl"),
     "csv": ("text/csv; charset=utf-8", "csv"),
@@ -49,6 +54,7 @@ MEDIA = {
     "lm-eval": ("application/json", "json"),
     "lm-eval-samples": ("application/x-ndjson", "jsonl"),
     "inspect": ("application/zip", "eval"),
+    "atif": ("application/x-ndjson", "jsonl"),
 }
 PAGE = 500
 DOCUMENTS = 200
@@ -134,8 +140,16 @@ async def export(
     run_id: str, ctx: Ctx, caller: Caller, format: Annotated[Format, Query()] = "jsonl"
 ) -> StreamingResponse:
     """A finished (or running) run's task results as ``jsonl``, ``csv``, a
-    ``markdown`` report, or lm-evaluation-harness's ``lm-eval`` results and
-    ``lm-eval-samples``; streamed, a page of tasks at a time."""
+    ``markdown`` report, lm-evaluation-harness's ``lm-eval`` results and
+    ``lm-eval-samples``, an Inspect AI ``inspect`` log (``.eval``), or an agent run's
+    trajectories as ``atif`` (Harbor's Agent Trajectory Interchange Format, JSON
+    Lines, one per task and trial; refused for a run no agent ran); streamed, a
+    page of tasks at a time.
+
+    A run still running exports what its log holds: its settled tasks; ``atif``
+    also the trials under way, up to their last recorded step (no end in
+    ``extra.benchwright``, ``final_metrics`` summing the turns so far), and an
+    agent run's ``inspect`` samples carry the conversations so far."""
     caller.require("runs:read")
     row = await lookup.load_run(ctx, caller, run_id, reading=True)
     run = await lookup.show(ctx, row)
@@ -146,13 +160,17 @@ async def export(
         "markdown": lambda: _markdown(run, rows(ctx, run_id), reads.parts(run_id, run)),
         "lm-eval": lambda: _lm_eval(run, reads.parts(run_id, run)),
         "lm-eval-samples": lambda: _lm_eval_samples(run, rows(ctx, run_id), reads.documents),
+        "atif": lambda: agent_logs.atif_lines(agent_logs.trial_logs(ctx, run_id), run_id),
     }
     media, extension = MEDIA[format]
     name = f"{run_id}.{format}.{extension}"
+    if format == "atif":
+        await agent_logs.require_agent_run(ctx, run)
     if format == "inspect":
         log = await _inspect_log()
         name = log.file_name(run)
-        sources = _inspect_sources(run, pages(ctx, run_id), reads.trials, reads.documents)
+        talks = partial(agent_logs.conversations, ctx, run_id) if _is_agent_run(run) else None
+        sources = _inspect_sources(run, pages(ctx, run_id), reads.trials, reads.documents, talks)
         writers["inspect"] = lambda: log.write_eval_log(run, sources)
     disposition = f'attachment; filename="{name}"'
     return StreamingResponse(
@@ -171,6 +189,10 @@ async def _inspect_log() -> Any:
             f"this deployment lacks Inspect AI ({exc.name}): install benchwright[inspect]",
             field="format",
         ) from exc
+
+
+def _is_agent_run(run: dict[str, Any]) -> bool:
+    return agent_logs.AGENT_HARNESS_METADATA in (run.get("metadata") or {})
 
 
 def _page(cur: ViewCursor, run_id: str, after: tuple[Any, int] | None) -> list[dict[str, Any]]:
@@ -368,12 +390,15 @@ async def _inspect_sources(
     pages: AsyncIterator[list[dict[str, Any]]],
     trials: Trials,
     documents: Documents,
+    conversations: Callable[[], Awaitable[dict[tuple[int, int], TrialLog]]] | None = None,
 ) -> AsyncIterator[list[Any]]:
-    """Pages of ``inspect_log.SampleSource``: one per task, or one per trial of it."""
+    """Pages of ``inspect_log.SampleSource``: one per task, or one per trial of it,
+    with the trial's conversation when an agent ran it."""
     from benchwright_gateway.inspect_log import SampleSource  # imported by the caller already
 
     several = int(((run.get("trials") or {}).get("plan") or {}).get("k") or 1) > 1
     window = DocumentWindow((run.get("subset") or {}).get("id"), documents)
+    talks = await conversations() if conversations is not None else {}
     async for page in pages:
         per_trial = await trials(run["id"], page) if several else {}
         sources = []
@@ -397,6 +422,7 @@ async def _inspect_sources(
                         cost=render_spend(trial),
                         input=doc.get("input"),
                         expected=doc.get("expected"),
+                        conversation=talks.get((int(row["idx"]), int(trial["trial"]))),
                     )
                 )
         yield sources

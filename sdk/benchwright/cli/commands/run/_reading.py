@@ -143,6 +143,7 @@ class ExportFormat(StrEnum):
     lm_eval = "lm-eval"
     lm_eval_samples = "lm-eval-samples"
     inspect = "inspect"
+    atif = "atif"
 
 
 @run_app.command("export")
@@ -156,8 +157,9 @@ def export(
     ] = None,
 ) -> None:
     """Export a run's task results: jsonl, csv, a markdown report,
-    lm-evaluation-harness's results (lm-eval) and samples (lm-eval-samples), or an
-    Inspect AI log (inspect: a .eval file that inspect view opens)."""
+    lm-evaluation-harness's results (lm-eval) and samples (lm-eval-samples), an
+    Inspect AI log (inspect: a .eval file that inspect view opens), or an agent
+    run's trajectories (atif: Harbor's format, one JSON line per task and trial)."""
     with get_client() as bw:
         content = bw.runs.export(resolve_run_id(bw, run_id), format.value)
     if to is None:
