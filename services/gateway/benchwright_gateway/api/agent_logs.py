@@ -6,8 +6,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from benchwright_gateway.api.errors import raise_for
 from benchwright_gateway.context import GatewayContext
+from benchwright_gateway.operations import raise_for
 from benchwright_gateway.trajectories import TRAJECTORY_EVENTS, TrialLog, TrialLogs, atif
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
