@@ -8,6 +8,7 @@ is lost.
 """
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -138,6 +139,8 @@ class FakeWorkspace:
     create_delay_s: float = 0.0
     kill_delay_s: float = 0.0
     fail_create: bool = False
+    # What ``keep_text`` put in the artifacts bucket, by object name.
+    kept: dict[str, str] = field(default_factory=dict)
 
     async def subset_rows(self, subset_id: str) -> SubsetRows:
         return SubsetRows(
@@ -181,6 +184,11 @@ class FakeWorkspace:
 
     async def create_task_sandbox(self, files: list[SandboxFile], snapshot: str | None) -> str:
         return await self._new("task")
+
+    async def keep_text(self, text: str) -> str:
+        name = f"{self.run.run_id}/{hashlib.sha256(text.encode()).hexdigest()}"
+        self.kept[name] = text
+        return name
 
     async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
         return await self._new("task")

@@ -101,9 +101,14 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[AgentEvent] = []
+        self.kept: list[str] = []
 
     async def record(self, event: AgentEvent) -> None:
         self.events.append(event)
+
+    async def keep(self, text: str) -> str | None:
+        self.kept.append(text)
+        return f"kept-{len(self.kept)}"
 
     def of[E](self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
@@ -372,6 +377,9 @@ async def test_outputs_are_capped_in_events_and_for_the_model(sandbox: DirSandbo
     result = trajectory.of(AgentToolResult)[0]
     assert result.truncated and len(result.output) == TEXT_CAP
     assert result.output_chars == 20000 + len("\n[exit code: 0]")
+    # The whole output is kept outside the log, named in the event.
+    assert trajectory.kept == ["a" * 20000 + "\n[exit code: 0]"]
+    assert result.output_object == "kept-1"
     seen = next(m for m in model.book.seen[-1] if m["role"] == "tool")["content"]
     assert seen.startswith("a" * 1000) and "[output cut:" in seen and len(seen) < 1100
     last = trajectory.of(AgentModelTurn)[-1]

@@ -219,6 +219,10 @@ class AsyncRuns:
         """The artifact itself, as bytes."""
         return await self._http.send(RunCalls.artifact_content(run_id, art_id))
 
+    async def tool_output(self, run_id: str, seq: int) -> str:
+        """The whole output of the agent's tool call logged at ``seq``."""
+        return await self._http.send(RunCalls.tool_output(run_id, seq))
+
     async def report(self, run_id: str) -> str:
         """The run's HTML report (one self-contained page)."""
         return await self._http.send(RunCalls.report(run_id))

@@ -282,6 +282,11 @@ class Runs:
         """The artifact itself: the scorer's code, the LiteLLM config, a report file."""
         return self._http.send(RunCalls.artifact_content(run_id, art_id))
 
+    def tool_output(self, run_id: str, seq: int) -> str:
+        """The whole output of the agent's tool call logged at ``seq`` (its event, an
+        ``AgentToolResult`` marked ``truncated``, holds the start)."""
+        return self._http.send(RunCalls.tool_output(run_id, seq))
+
     def report(self, run_id: str) -> str:
         """The run's HTML report (one self-contained page)."""
         return self._http.send(RunCalls.report(run_id))

@@ -156,6 +156,10 @@ class Workspace(Protocol):
         through the run's egress injector (its host policy), else no way out."""
         ...
 
+    async def keep_text(self, text: str) -> str:
+        """Put ``text`` in the artifacts bucket under ``<run id>/<sha256>``; that name."""
+        ...
+
     async def install_scorer(self) -> None: ...
 
     async def exec(

@@ -32,7 +32,8 @@ count from the instruction; tool results of no model turn, ``turn`` 0, are an ag
 step with ``llm_call_count`` 0.)
 
 Texts are capped at ``TEXT_CAP`` characters in the event (``truncated`` says so, the
-``*_chars`` field gives the whole size); the whole text belongs in an artifact.
+``*_chars`` field gives the whole size); a tool's whole output is kept in the
+artifacts bucket (``AgentToolResult.output_object``).
 """
 
 from typing import Any, Literal
@@ -130,6 +131,9 @@ class AgentToolResult(_AttemptEvent):
     output: str = ""
     truncated: bool = False
     output_chars: int = 0
+    # When ``truncated``: the object in the artifacts bucket holding the whole output
+    # (as the sandbox reported it: each stream up to its exec cap), named by its digest.
+    output_object: str | None = None
     duration_ms: int = 0
 
 

@@ -232,6 +232,10 @@ class RunCalls:
         return Call("GET", path, as_bytes, raw=True)
 
     @staticmethod
+    def tool_output(run_id: str, seq: int) -> Call[str]:
+        return Call("GET", run_path(run_id, "tool-outputs", str(seq)), as_text, raw=True)
+
+    @staticmethod
     def report(run_id: str) -> Call[str]:
         return Call("GET", run_path(run_id, "report"), as_text, raw=True)
 

@@ -9,17 +9,19 @@ listing shows the latest of each kind unless ``include_versions`` is set.
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import HTMLResponse, Response
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.api.deps import Caller, Ctx
+from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.api.narration import narrate
 from benchwright_gateway.api.report import render_report
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.operations import raise_for
+from benchwright_shared import subjects
 from benchwright_shared.api.artifacts import ArtifactDetail, ArtifactList
 from benchwright_shared.api.runs import Narration
 from benchwright_shared.bus import ask, jetstream
@@ -206,6 +208,35 @@ async def artifact_content(run_id: str, art_id: str, ctx: Ctx, caller: Caller) -
         )
     media_type, content = _content(event)
     return Response(content, media_type=media_type)
+
+
+@router.get(
+    "/{run_id}/tool-outputs/{seq}",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
+async def tool_output(
+    run_id: str, seq: Annotated[int, Path(ge=0, le=MAX_POSITION)], ctx: Ctx, caller: Caller
+) -> Response:
+    """The whole output of the agent's tool call recorded at ``seq``, where its
+    ``AgentToolResult`` was cut (``truncated``); the event holds the first 8 KiB."""
+    caller.require("artifacts:read")
+    await lookup.load_run(ctx, caller, run_id, reading=True)
+    query = GetRunEvents(run_id=run_id, after_seq=seq - 1, types=["AgentToolResult"], limit=1)
+    page = await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
+    raise_for(page.problem)
+    found = [e for e in page.events if e.seq == seq]
+    name = found[0].data.get("output_object") if found else None
+    if not name:
+        raise Refused(
+            404,
+            "no kept tool output",
+            f"run {run_id} has no tool result at {seq} whose output was cut",
+            field="seq",
+        )
+    store = await jetstream(ctx.bus()).object_store(subjects.ARTIFACTS_BUCKET)
+    kept = await store.get(name)
+    return Response(kept.data or b"", media_type="text/plain; charset=utf-8")
 
 
 @router.get(

@@ -14,6 +14,7 @@ instead of a long silence.
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -28,7 +29,7 @@ from benchwright_orchestrator.adapters.replies import Replies
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.ports import OnResults, PhaseError, ResultFeed, SandboxLost
 from benchwright_shared import subjects
-from benchwright_shared.bus import ask, send_command
+from benchwright_shared.bus import ask, jetstream, send_command
 from benchwright_shared.contracts import (
     AttachModel,
     CatalogListing,
@@ -234,6 +235,13 @@ class NatsWorkspace:
     async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
         reply = await self.request(self._create_command("task", files, None, dirs=dirs))
         return self._recorded(reply)
+
+    async def keep_text(self, text: str) -> str:
+        data = text.encode()
+        name = f"{self.run.run_id}/{hashlib.sha256(data).hexdigest()}"
+        bucket = await jetstream(self.broker).object_store(subjects.ARTIFACTS_BUCKET)
+        await bucket.put(name, data)
+        return name
 
     async def install_scorer(self) -> None:
         """Write the scorer on record into the live work sandbox, if there is one.

@@ -279,6 +279,7 @@ async def run_agent(
                 sandbox, call.name, call.arguments, budget_s=max(budget_s, 1.0), clock=clock
             )
             output, output_cut, output_chars = cap_text(outcome.output)
+            kept = await trajectory.keep(outcome.output) if output_cut else None
             await trajectory.record(
                 AgentToolResult(
                     **state.ids(),
@@ -290,6 +291,7 @@ async def run_agent(
                     output=output,
                     truncated=output_cut,
                     output_chars=output_chars,
+                    output_object=kept,
                     duration_ms=outcome.duration_ms,
                 )
             )

@@ -99,3 +99,8 @@ class Trajectory(Protocol):
     """Where the loop records each step of the attempt, in order."""
 
     async def record(self, event: AgentEvent) -> None: ...
+
+    async def keep(self, text: str) -> str | None:
+        """Keep a text too long for an event whole, outside the log: the name it is
+        kept under (None: this trajectory keeps nothing beyond its events)."""
+        ...

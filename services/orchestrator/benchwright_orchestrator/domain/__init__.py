@@ -396,6 +396,8 @@ class Run(Aggregate):
         truncated: bool,
         output_chars: int,
         duration_ms: int,
+        # Later than the event: a stored result without it kept nothing whole.
+        output_object: str | None = None,
     ) -> None:
         pass
 

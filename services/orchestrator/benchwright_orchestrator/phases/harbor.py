@@ -158,7 +158,7 @@ class _Harbor:
     trajectory: Trajectory = field(init=False)
 
     def __post_init__(self) -> None:
-        self.trajectory = RunTrajectory(self.ctx.run, self.ctx.store)
+        self.trajectory = RunTrajectory(self.ctx.run, self.ctx.store, self.ctx.work.keep_text)
 
 
 async def harbor_materialize(ctx: PhaseContext) -> None:

@@ -6,6 +6,7 @@ holds the attempt up to the step the loop last took, whatever happens next.
 """
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from benchwright_orchestrator.domain import AgentRunEvent, Run
@@ -22,6 +23,11 @@ class RunTrajectory:
 
     run: Run
     store: RunStore
+    # Puts a text in the run's artifacts bucket; its object name (``Workspace.keep_text``).
+    keep_text: Callable[[str], Awaitable[str]] | None = None
+
+    async def keep(self, text: str) -> str | None:
+        return await self.keep_text(text) if self.keep_text is not None else None
 
     async def record(self, event: AgentRunEvent) -> None:
         """Record and save ``event``; an older attempt's is dropped (``Agents``), a step
