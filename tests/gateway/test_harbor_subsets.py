@@ -191,6 +191,17 @@ async def test_a_bad_pinned_launch_is_refused_naming_the_field(
     assert ports.sent == []
 
 
+async def test_a_pin_without_the_harbor_harness_is_refused_naming_the_harness() -> None:
+    ports = harbor_ports()
+    ports.benchmarks["Harbor tasks"] = gsm8k(
+        benchmark_id="bm_h", subset_id=SNAPSHOT, subset_slug="starter", agentic=True
+    )
+    launch = body(benchmark="Harbor tasks", subset="starter", sut=SUT)
+    found = await refused(launching.launch(ports, ACCOUNT, launch, None))
+    assert (found.field, found.code) == ("harness", "agentic_subset_needs_harbor")
+    assert ports.sent == []
+
+
 async def test_the_oracle_needs_each_stored_task_s_solution() -> None:
     ports = harbor_ports(stored_rows(without("fix-median/solution/solve.sh")))
     found = await refused(launching.launch(ports, ACCOUNT, body(**pinned_body()), None))

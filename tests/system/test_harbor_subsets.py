@@ -138,6 +138,18 @@ async def test_a_bad_dataset_is_refused_when_stored_naming_the_file(
             metadata={"harbor_harness": {"agent": "nop"}},
         )
     assert (plain.value.field, plain.value.code) == ("subset", "not_an_agentic_subset")
+    # Nor is a Harbor dataset launched without the harness that runs its agent.
+    await bw.benchmarks.subsets.create_harbor(bm.id, "starter", dataset_files())
+    with pytest.raises(BadRequestError) as unharnessed:
+        await bw.runs.launch(
+            benchmark=bm.id,
+            subset="starter",
+            sut={"model": "m", "provider": "openai_compatible", "api_base": "http://127.0.0.1:9"},
+        )
+    assert (unharnessed.value.field, unharnessed.value.code) == (
+        "harness",
+        "agentic_subset_needs_harbor",
+    )
 
 
 async def test_the_cli_stores_a_folder_and_launches_it_pinned(

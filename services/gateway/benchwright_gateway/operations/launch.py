@@ -257,6 +257,15 @@ async def pinned_command(
     timeout bounds each task unless the launch's limit is narrower."""
     assert body.benchmark is not None
     resolution = await resolve(registry, account, body.benchmark, body.subset, body.impl)
+    if resolution.agentic:
+        raise Refused(
+            400,
+            "the subset is a Harbor dataset",
+            f"subset {resolution.subset_slug!r} holds Harbor tasks: an agent runs them, "
+            "launch it with harness 'harbor' and metadata.harbor_harness.agent",
+            field="harness",
+            code="agentic_subset_needs_harbor",
+        )
     if body.trials is None and resolution.default_trials:
         common = {**common, "trials": resolution.default_trials}
     if resolution.task_timeout_s:
