@@ -1129,6 +1129,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/benchmarks/{benchmark_id}/subsets/harbor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Harbor Subset
+         * @description Store a Harbor dataset as an agentic subset of one of your benchmarks: one task a
+         *     row, frozen. The files are checked as a launch's are (the same caps, each refusal
+         *     naming ``files["<path>"]``); the id is the content address of the tasks, so the same
+         *     files under the same slug are the same subset (200 on a repeat). Launch it pinned
+         *     with ``harness: "harbor"``.
+         */
+        post: operations["create_harbor_subset_v1_benchmarks__benchmark_id__subsets_harbor_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subsets/{subset_id}": {
         parameters: {
             query?: never;
@@ -2439,6 +2463,29 @@ export interface components {
              * @default false
              */
             pause: boolean;
+        };
+        /**
+         * HarborSubsetIn
+         * @description A Harbor dataset to store: ``{relative path: text}``, as a launch sends it. The
+         *     slug names the dataset too (a one-task dataset's task takes it).
+         */
+        HarborSubsetIn: {
+            /** Slug */
+            slug: string;
+            /**
+             * Name
+             * @default
+             */
+            name: string;
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Files */
+            files: {
+                [key: string]: string;
+            };
         };
         /**
          * Health
@@ -11729,6 +11776,122 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SubsetIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subset"];
+                };
+            };
+            /** @description The request is invalid; `field` names what. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credentials, or not valid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials lack a scope the operation needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description What the path names does not exist, or is not the caller's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A conflict: the state moved on, or a key was reused. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the API accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs is not answering; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs did not answer in time; retry. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_harbor_subset_v1_benchmarks__benchmark_id__subsets_harbor_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                benchmark_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HarborSubsetIn"];
             };
         };
         responses: {

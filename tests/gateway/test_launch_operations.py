@@ -103,7 +103,8 @@ class FakePorts:
             rolling=found.rolling,
             snapshot_id=found.snapshot_id,
         )
-        return RegistryAnswer(subset=view)
+        rows = found.rows[query.rows_offset : query.rows_offset + query.rows_limit]
+        return RegistryAnswer(subset=view, rows=rows)
 
     async def subset_rows(self, query: GetSubsetRows) -> SubsetRows:
         self.asked.append(query)

@@ -175,3 +175,44 @@ def test_a_plain_replay_still_takes_the_parents_post_atomize_sandbox(
     run = replay(app, parent, None)
     app.inherit_scorer(run)
     assert run.latest_snapshot() == "snap-atomize" and run.impl_id == "bm_x:authored0001"
+
+
+def test_a_replay_of_a_harbor_run_runs_the_parents_tasks_and_agent(app: RunsApplication) -> None:
+    harness = {
+        "name": "harbor",
+        "dataset": "daily",
+        "files": {"t/task.toml": "", "t/instruction.md": "Do it.\n"},
+        "agent": "oracle",
+        "agent_args": {},
+        "task": None,
+    }
+    parent, _ = app.launch(
+        LaunchRun(
+            command_id="p",
+            run_id=str(uuid.uuid4()),
+            account="acct",
+            mode="pinned",
+            benchmark_id="bm_x",
+            subset_id=OLD,
+            subset_slug="daily",
+            harness=harness,
+            sut=SutRef(model="m", provider="p"),
+            requested_at=datetime.now(UTC),
+        )
+    )
+    parent.dataset_tasks(
+        benchmark_id="bm_x",
+        subset_id=OLD,
+        total_tasks=1,
+        selected_tasks=1,
+        content_sha256="a" * 64,
+        selection={"kind": "all"},
+    )
+    parent.setup_done(impl_id=None, impl_sha256="e" * 64)
+    app.save(parent)
+    run = replay(app, parent, None)
+    # No scorer to take: the harness is what scores, and the parent's Setup records
+    # which of its tasks the replay runs.
+    assert run.harness == harness and run.harness_name == "harbor"
+    assert (run.subset_id, run.impl_id) == (OLD, None)
+    assert inherited(app, run) == ["DatasetTasksArtifact", "SetupArtifact"]

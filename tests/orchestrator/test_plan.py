@@ -43,6 +43,10 @@ def test_each_launch_mode_runs_its_phases_in_order() -> None:
     assert plan_phases("pinned", has_impl=False, harness="inspect") == [
         "fetch", "setup", "attach", "materialize", "report",
     ]  # fmt: skip
+    # A pinned Harbor run's tasks travel in its harness (decision 0050): nothing to fetch.
+    assert plan_phases("pinned", has_impl=False, harness="harbor") == [
+        "setup", "attach", "materialize", "report",
+    ]  # fmt: skip
 
 
 def test_a_replay_on_a_newer_snapshot_fetches_and_sets_it_up_first() -> None:

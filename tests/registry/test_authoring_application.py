@@ -521,3 +521,13 @@ def test_a_second_process_lists_what_the_first_stored_once_it_follows(
     finally:
         first.close()
         second.close()
+
+
+def test_a_harbor_dataset_resolves_as_an_agentic_subset(registry: Registry) -> None:
+    bm = new_benchmark(registry)
+    task = {"task.toml": "", "instruction.md": "Do it.", "tests/test.sh": "exit 0"}
+    new_subset(registry, bm, rows("a"))
+    new_subset(registry, bm, [{"task_id": "t", "input": {"harbor_files": task}}], slug="agents")
+    resolve = registry.app.resolve
+    assert not resolve(ResolveBenchmark(account=ALICE, benchmark=bm, subset="v1")).agentic
+    assert resolve(ResolveBenchmark(account=ALICE, benchmark=bm, subset="agents")).agentic

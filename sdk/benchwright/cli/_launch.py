@@ -254,17 +254,27 @@ def harness_metadata(
     task: str | None,
     args: list[str] | None = None,
     harbor: HarborFlags | None = None,
+    *,
+    pinned: bool = False,
 ) -> dict[str, Any]:
     """Where a harness reads its task: ``metadata.<harness>_harness``. A local Inspect
     task file goes with the files of its folder (its datasets); ``args`` are
     ``KEY=VALUE`` task arguments, each value read as JSON when it parses. A Harbor
-    dataset is a local folder (``task``), sent whole with the agent ``harbor`` names."""
+    dataset is a local folder (``task``), sent whole with the agent ``harbor`` names,
+    or, ``pinned`` (``--benchmark``/``--subset``), an agentic subset of the registry:
+    then only the agent goes."""
     harbor = harbor or HarborFlags()
     if harness != "harbor" and harbor.given():
         fail(f"{harbor.given()} takes --harness harbor", EXIT_USAGE)
-    if harness == "harbor" and task is not None:
+    if harness == "harbor" and (task is not None or pinned):
         if args:
             fail("--harness-arg is an Inspect task's; give the agent --agent-arg", EXIT_USAGE)
+        if task is None:
+            return harbor_pin(harbor)
+        if pinned:
+            fail(
+                "a pinned Harbor run takes its tasks from --subset: drop --harness-task", EXIT_USAGE
+            )
         return harbor_bundle(task, harbor)
     if task is None:
         if harness not in (None, "benchwright"):
@@ -312,6 +322,19 @@ def harbor_bundle(folder: str, flags: HarborFlags) -> dict[str, Any]:
         )
     except DatasetFolderError as exc:
         fail(f"--harness-task {exc}", EXIT_USAGE)
+
+
+def harbor_pin(flags: HarborFlags) -> dict[str, Any]:
+    """A pinned Harbor launch's metadata: the agent and its arguments, the subset
+    brings the tasks."""
+    agent_args = dict(_task_arg(a, "--agent-arg") for a in flags.agent_args)
+    harness: dict[str, Any] = {"agent_args": agent_args}
+    if flags.agent:
+        harness["agent"] = flags.agent
+    metadata: dict[str, Any] = {"harbor_harness": harness}
+    if flags.task:
+        metadata["harbor_task"] = flags.task
+    return metadata
 
 
 def _task_arg(text: str, flag: str = "--harness-arg") -> tuple[str, Any]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from .._async_http import AsyncHTTP
 from .._http import SyncHTTP
 from .._models import AttrDict
+from ..harbor import dataset_files
 from ..resources._common import (
     follow_pages,
     follow_pages_async,
@@ -30,6 +32,13 @@ from ._models import (
     SubsetAppend,
     SubsetTasks,
 )
+
+
+def _harbor_body(
+    slug: str, dataset: str | Path | Mapping[str, str], name: str, description: str
+) -> dict[str, Any]:
+    files = dict(dataset) if isinstance(dataset, Mapping) else dataset_files(dataset)
+    return {"slug": slug, "name": name, "description": description, "files": files}
 
 
 class Subsets:
@@ -68,6 +77,32 @@ class Subsets:
             f"/v1/benchmarks/{path_id(benchmark)}/subsets",
             json=body,
             headers=headers,
+            retry_safe=True,
+        )
+        return parse(Subset, data)
+
+    def create_harbor(
+        self,
+        benchmark: str,
+        slug: str,
+        dataset: str | Path | Mapping[str, str],
+        *,
+        name: str = "",
+        description: str = "",
+    ) -> Subset:
+        """Store a Harbor dataset as an agentic subset of ``benchmark``: ``dataset`` is
+        a local folder of task folders, or its files ``{relative path: text}``.
+
+        The server checks the files as it checks a launch's (a refusal names
+        ``files["<path>"]``) and stores one row a task, frozen. The id is the content
+        address of the tasks: the same files under the same slug are the same subset,
+        so this call is safe to retry. Launch it with ``harness="harbor"``,
+        ``benchmark`` and ``subset`` (``metadata={"harbor_harness": {"agent": ...}}``).
+        """
+        data = self._http.request(
+            "POST",
+            f"/v1/benchmarks/{path_id(benchmark)}/subsets/harbor",
+            json=_harbor_body(slug, dataset, name, description),
             retry_safe=True,
         )
         return parse(Subset, data)
@@ -200,6 +235,24 @@ class AsyncSubsets:
             f"/v1/benchmarks/{path_id(benchmark)}/subsets",
             json=body,
             headers=headers,
+            retry_safe=True,
+        )
+        return parse(Subset, data)
+
+    async def create_harbor(
+        self,
+        benchmark: str,
+        slug: str,
+        dataset: str | Path | Mapping[str, str],
+        *,
+        name: str = "",
+        description: str = "",
+    ) -> Subset:
+        """See :meth:`Subsets.create_harbor`."""
+        data = await self._http.request(
+            "POST",
+            f"/v1/benchmarks/{path_id(benchmark)}/subsets/harbor",
+            json=_harbor_body(slug, dataset, name, description),
             retry_safe=True,
         )
         return parse(Subset, data)

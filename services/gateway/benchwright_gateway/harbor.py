@@ -16,6 +16,12 @@ the agent and its arguments, a solution for the oracle, and an environment each
 selected task can have on the run's backend. The files travel to the orchestrator
 in the launch (one bus message, so the same cap as an Inspect task's files); the
 run's metadata keeps their names and SHA-256 only.
+
+A dataset stored in the registry as an agentic subset (``check_dataset``, the same
+checks and caps as a launch's) is launched pinned: ``benchmark`` + ``subset`` with
+``harness: "harbor"``, and ``metadata.harbor_harness`` holding only the agent and its
+arguments (``check_pinned``). The gateway reads the subset's rows and launches them
+as the files of a file launch (``with_stored_files``; decision 0050).
 """
 
 import json
@@ -30,6 +36,7 @@ from benchwright_shared.agentic import (
     AgenticTask,
     DatasetLimits,
     environment_plan,
+    files_from_rows,
     load_dataset,
 )
 from benchwright_shared.hashing import sha256_hex
@@ -53,6 +60,15 @@ class HarborHarnessIn(BaseModel):
 
     dataset: str = Field(min_length=1, max_length=128)
     files: dict[str, str]
+    agent: str = DEFAULT_AGENT
+    agent_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class HarborPinIn(BaseModel):
+    """``metadata.harbor_harness`` of a pinned launch: the subset brings the dataset."""
+
+    model_config = ConfigDict(extra="forbid")
+
     agent: str = DEFAULT_AGENT
     agent_args: dict[str, Any] = Field(default_factory=dict)
 
@@ -120,16 +136,9 @@ def harbor_launch(
 def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
     """Everything about a harbor launch that does not depend on its backend."""
     spec = _spec(metadata.get("harbor_harness"))
-    _check_agent(spec)
-    only = metadata.get("harbor_task")
-    if only is not None and (not isinstance(only, str) or not only):
-        raise Refused(
-            400,
-            "invalid harbor task",
-            "metadata.harbor_task names one task of the dataset: its folder or task.toml name",
-            field=TASK_FIELD,
-        )
-    dataset = load_dataset(spec.files, dataset=spec.dataset, only=only, limits=LIMITS)
+    _check_agent(spec.agent, spec.agent_args)
+    only = _only(metadata)
+    dataset = check_dataset(spec.files, spec.dataset, only=only)
     checked = HarborLaunch(spec=spec, task=only, dataset=dataset)
     for task in checked.tasks:
         if spec.agent == "oracle" and not task.has_solution:
@@ -140,9 +149,80 @@ def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
                 field=task.field_for(SOLVE_SCRIPT),
                 code="missing_solution",
             )
+    return checked
+
+
+def check_dataset(
+    files: dict[str, str], name: str, *, only: str | None = None, where: str = HARNESS_FIELD
+) -> AgenticDataset:
+    """A dataset's layout, sizes and environments, as a launch and the registry's store
+    hold them; ``where`` names the field its ``files`` and ``dataset`` came in (empty:
+    the body's own). Raises ``Refused`` naming the file at fault."""
+    dataset = load_dataset(files, dataset=name, only=only, limits=LIMITS, where=where)
+    for task in dataset.tasks.values():
         if not task.config.environment.docker_image:
             environment_plan(task)  # a step that cannot be honoured refuses now
-    return checked
+    return dataset
+
+
+def check_pinned(metadata: dict[str, Any]) -> HarborPinIn:
+    """A pinned harbor launch's agent, its arguments and its task narrowing; the files
+    are the subset's, checked once they are read (``with_stored_files``)."""
+    found = metadata.get("harbor_harness", {})
+    if isinstance(found, dict) and {"dataset", "files"} & found.keys():
+        key = "files" if "files" in found else "dataset"
+        raise Refused(
+            400,
+            "a pinned harbor run takes its dataset from the subset",
+            "name the agent and its arguments only; send 'files' without 'benchmark' to "
+            "launch a folder instead",
+            field=f"{HARNESS_FIELD}.{key}",
+        )
+    if not isinstance(found, dict):
+        raise Refused(
+            400,
+            "invalid harbor harness",
+            "metadata.harbor_harness is an object: {agent, agent_args}",
+            field=HARNESS_FIELD,
+        )
+    try:
+        pin = HarborPinIn.model_validate(found)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+    _check_agent(pin.agent, pin.agent_args)
+    _only(metadata)
+    return pin
+
+
+def with_stored_files(
+    metadata: dict[str, Any], dataset: str, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A pinned launch's metadata with the subset's tasks as its dataset's files: what
+    a file launch of the same tasks would send. Refuses a subset of other rows."""
+    files = files_from_rows(rows)
+    if files is None:
+        raise Refused(
+            400,
+            "the subset is not a Harbor dataset",
+            "harness 'harbor' runs an agentic subset (one stored with "
+            "POST /v1/benchmarks/{id}/subsets/harbor); this subset holds other rows",
+            field="subset",
+            code="not_an_agentic_subset",
+        )
+    pin = check_pinned(metadata)
+    return {**metadata, "harbor_harness": {"dataset": dataset, "files": files, **pin.model_dump()}}
+
+
+def _only(metadata: dict[str, Any]) -> str | None:
+    only = metadata.get("harbor_task")
+    if only is not None and (not isinstance(only, str) or not only):
+        raise Refused(
+            400,
+            "invalid harbor task",
+            "metadata.harbor_task names one task of the dataset: its folder or task.toml name",
+            field=TASK_FIELD,
+        )
+    return only
 
 
 def _spec(found: Any) -> HarborHarnessIn:
@@ -156,39 +236,43 @@ def _spec(found: Any) -> HarborHarnessIn:
     try:
         return HarborHarnessIn.model_validate(found)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = [str(p) for p in error["loc"]]
-        where = f"{HARNESS_FIELD}.{loc[0]}" if loc else HARNESS_FIELD
-        if loc[:1] == ["files"] and len(loc) > 1:
-            where = f'{HARNESS_FIELD}.files["{loc[1][:200]}"]'
-        detail = "unknown field" if error["type"] == "extra_forbidden" else str(error["msg"])
-        raise Refused(400, "invalid harbor harness", detail, field=where) from None
+        raise _invalid(exc) from None
 
 
-def _check_agent(spec: HarborHarnessIn) -> None:
-    if spec.agent not in AGENTS:
+def _invalid(exc: ValidationError) -> Refused:
+    error = exc.errors()[0]
+    loc = [str(p) for p in error["loc"]]
+    where = f"{HARNESS_FIELD}.{loc[0]}" if loc else HARNESS_FIELD
+    if loc[:1] == ["files"] and len(loc) > 1:
+        where = f'{HARNESS_FIELD}.files["{loc[1][:200]}"]'
+    detail = "unknown field" if error["type"] == "extra_forbidden" else str(error["msg"])
+    return Refused(400, "invalid harbor harness", detail, field=where)
+
+
+def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
+    if agent not in AGENTS:
         raise Refused(
             400,
             "unknown agent",
-            f"agent {spec.agent[:80]!r} is not one this deployment runs; use "
+            f"agent {agent[:80]!r} is not one this deployment runs; use "
             "'benchwright' (the platform's own loop, the default), 'oracle' (runs each "
             "task's solution/solve.sh) or 'nop' (does nothing)",
             field=f"{HARNESS_FIELD}.agent",
             code="unknown_agent",
         )
-    if spec.agent != DEFAULT_AGENT:
-        if spec.agent_args:
-            key = next(iter(spec.agent_args))
+    if agent != DEFAULT_AGENT:
+        if agent_args:
+            key = next(iter(agent_args))
             raise Refused(
                 400,
                 "unknown agent argument",
-                f"the {spec.agent} agent takes no arguments; not {key[:80]!r}",
+                f"the {agent} agent takes no arguments; not {key[:80]!r}",
                 field=f"{HARNESS_FIELD}.agent_args.{key}",
                 code="unknown_agent_arg",
             )
         return
     try:
-        BenchwrightAgentArgs.model_validate(spec.agent_args)
+        BenchwrightAgentArgs.model_validate(agent_args)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = str(error["loc"][0])

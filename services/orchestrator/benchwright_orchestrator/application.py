@@ -127,10 +127,15 @@ class RunsApplication(RelayedApplication):
         sut = command.sut.model_dump() if command.sut else None
         trials = command.trials
         replay, impl_id = command.replay, command.impl_id
+        harness = command.harness
         events = self._artifact_events(parent.run_id) if parent is not None else []
         if parent is not None:
             sut = sut or parent.sut
             trials = parent.sweep.trials  # frozen on the parent: replays reproduce its shape
+            if command.mode == "replay" and harness is None:
+                # A Harbor run's tasks, agent and verifier are its harness: a replay
+                # runs the parent's, as it runs a scored run's scorer.
+                harness = parent.harness
             if command.mode == "replay" and command.subset_id not in (None, parent.subset_id):
                 replay = {**(command.replay or {}), "from_subset_id": parent.subset_id}
                 # A registry impl the parent's Setup installed is installed again by ours.
@@ -159,7 +164,7 @@ class RunsApplication(RelayedApplication):
             hints=command.hints or None,
             phase_models=command.phase_models or None,
             cache=command.cache,
-            harness=command.harness,
+            harness=harness,
             telemetry=command.telemetry,
             # A replay or fork that names no compute stays where its parent ran.
             backend=(

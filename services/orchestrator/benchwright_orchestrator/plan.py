@@ -54,8 +54,9 @@ def plan_phases(
     if harness in BRIDGE_HARNESSES and mode in ("natural_language", "pinned"):
         # The harness brings its scorer, and its task names the benchmark. A task file
         # brings its data too; a pinned one (an inspect_evals task) is fed a catalog
-        # subset, which Fetch lays into the sandbox.
-        fetch = ["fetch"] if mode == "pinned" else []
+        # subset, which Fetch lays into the sandbox. A pinned Harbor run's tasks are in
+        # its harness already (the gateway read them from the registry, decision 0050).
+        fetch = ["fetch"] if mode == "pinned" and harness != "harbor" else []
         return [*fetch, "setup", "attach", "materialize", "report"]
     if mode == "natural_language":
         return ["find", "fetch", "analyze", "setup", "attach", "atomize", "materialize", "report"]

@@ -1,6 +1,7 @@
 """Agentic tasks in Harbor's format: the pure core every service shares, no I/O.
 
     files {path: content}  --load_dataset-->  AgenticDataset {name: AgenticTask}
+    AgenticDataset         --dataset_rows / files_from_rows-->  an agentic subset's rows
     AgenticTask            --environment_plan-->  EnvironmentPlan   (local backend)
                            --kubernetes_image-->  image reference   (Kubernetes)
     task.toml network      --network_allowed / host_allowed-->  what the sandbox may reach
@@ -42,6 +43,7 @@ from benchwright_shared.agentic.reward import (
     VerifierError,
     parse_reward,
 )
+from benchwright_shared.agentic.subset import dataset_rows, files_from_rows, is_agentic_row
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -61,8 +63,11 @@ __all__ = [
     "Reward",
     "TaskConfig",
     "VerifierError",
+    "dataset_rows",
     "environment_plan",
+    "files_from_rows",
     "host_allowed",
+    "is_agentic_row",
     "kubernetes_image",
     "load_dataset",
     "network_allowed",

@@ -131,16 +131,17 @@ def load_dataset(
     """The dataset these files make, narrowed to task ``only`` when it is given.
 
     ``where`` is the launch field the dataset came in (its ``files`` and ``dataset``
-    are named under it); ``only_where`` the field that named ``only``. Raises
+    are named under it; empty: they are the body's own fields, as when a dataset is
+    stored in the registry); ``only_where`` the field that named ``only``. Raises
     ``Refused`` naming the file or field at fault.
     """
-    files_field = f"{where}.files"
+    files_field = _under(where, "files")
     if not TASK_NAME.match(dataset):
         raise Refused(
             400,
             "invalid dataset name",
             f"dataset {dataset[:80]!r} must be 1-128 letters, digits, '.', '_' or '-'",
-            field=f"{where}.dataset",
+            field=_under(where, "dataset"),
             code="bad_dataset_name",
         )
     contents = _checked_files(files, files_field, limits)
@@ -180,6 +181,10 @@ def load_dataset(
         picked = _pick(tasks, only, only_where)
         tasks = {picked: tasks[picked]}
     return AgenticDataset(name=dataset, tasks=MappingProxyType(tasks))
+
+
+def _under(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
 
 
 def _pick(tasks: Mapping[str, AgenticTask], only: str, only_where: str) -> str:

@@ -35,6 +35,9 @@ class BenchmarkResolution(BaseModel):
     # A BUILT subset's recipe ``run_timeout``: the per-task wall clock a launch takes
     # as ``limits.task.duration`` (the narrowest ceiling wins).
     task_timeout_s: float | None = None
+    # The subset is a Harbor dataset (one row a task, ``input.harbor_files``): only a
+    # ``harness: "harbor"`` launch runs it (decision 0050).
+    agentic: bool = False
 
 
 class GetSubsetRows(Contract):

@@ -7,6 +7,11 @@ sees what (another account's private benchmark answers 404, like a missing
 one). Reads need ``registry:read``, writes ``registry:publish``. Task rows are
 put in the datasets bucket and named in the request: a thousand rows can be
 larger than a NATS message.
+
+``POST /v1/benchmarks/{id}/subsets/harbor`` stores a Harbor dataset as an agentic
+subset: its files checked as a launch's are (``benchwright_gateway.harbor``), one
+row a task (``benchwright_shared.agentic.subset``), content-addressed like any
+subset's rows. A pinned ``harness: "harbor"`` launch runs it (decision 0050).
 """
 
 from typing import Annotated, Any
@@ -22,7 +27,9 @@ from benchwright_gateway.api.registry_calls import (
     ask_registry,
     upload_rows,
 )
+from benchwright_gateway.harbor import check_dataset
 from benchwright_gateway.requests import TrialsIn
+from benchwright_shared.agentic import dataset_rows
 from benchwright_shared.api.registry import (
     Benchmark,
     BenchmarkList,
@@ -83,6 +90,18 @@ class SubsetIn(BaseModel):
     # {"code": <task_impl.py>, "label": ...}: what a pin of this subset runs by default.
     grader: dict[str, Any] | None = None
     default_trials: TrialsIn | None = None
+
+
+class HarborSubsetIn(BaseModel):
+    """A Harbor dataset to store: ``{relative path: text}``, as a launch sends it. The
+    slug names the dataset too (a one-task dataset's task takes it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,99}$")
+    name: str = Field(default="", max_length=200)
+    description: str = Field(default="", max_length=10_000)
+    files: dict[str, str]
 
 
 class SubsetPatch(BaseModel):
@@ -213,6 +232,32 @@ async def create_subset(
             grader=body.grader,
             default_trials=body.default_trials.model_dump() if body.default_trials else None,
             tasks=await upload_rows(ctx, body.tasks),
+        ),
+    )
+    answered_created(answer, response)
+    return as_answer(Subset, answer.subset)
+
+
+@router.post("/benchmarks/{benchmark_id}/subsets/harbor", status_code=201)
+async def create_harbor_subset(
+    benchmark_id: str, body: HarborSubsetIn, ctx: Ctx, caller: Caller, response: Response
+) -> Subset:
+    """Store a Harbor dataset as an agentic subset of one of your benchmarks: one task a
+    row, frozen. The files are checked as a launch's are (the same caps, each refusal
+    naming ``files["<path>"]``); the id is the content address of the tasks, so the same
+    files under the same slug are the same subset (200 on a repeat). Launch it pinned
+    with ``harness: "harbor"``."""
+    caller.require(PUBLISH)
+    dataset = check_dataset(body.files, body.slug, where="")
+    answer = await ask_registry(
+        ctx,
+        CreateSubset(
+            account=caller.account,
+            benchmark_id=benchmark_id,
+            slug=body.slug,
+            name=body.name,
+            description=body.description,
+            tasks=await upload_rows(ctx, dataset_rows(dataset)),
         ),
     )
     answered_created(answer, response)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchwright_gateway.domain import body_fingerprint
-from benchwright_gateway.harbor import check_harbor, harbor_launch
+from benchwright_gateway.harbor import check_harbor, check_pinned, harbor_launch, with_stored_files
 from benchwright_gateway.harness import inspect_launch
 from benchwright_gateway.operations import key_reused, raise_for
 from benchwright_gateway.operations.funds import check_funds
@@ -24,8 +24,10 @@ from benchwright_gateway.operations.replay import replay_command
 from benchwright_gateway.operations.runs import owned_run
 from benchwright_gateway.ports import LaunchPorts, Registry, RunRow
 from benchwright_gateway.requests import ForkRequest, LaunchRequest, SutIn
+from benchwright_shared.agentic import MAX_TASKS
 from benchwright_shared.api.launch import Run
 from benchwright_shared.contracts import BenchmarkResolution, LaunchRun, ResolveBenchmark, SutRef
+from benchwright_shared.contracts.registry import ReadSubset
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.refusal import Refused
 from benchwright_shared.scoring import DEFAULT_TRIALS
@@ -166,7 +168,19 @@ def check_modes(body: LaunchRequest) -> None:
 
 
 def _check_bridged(body: LaunchRequest, modes: list[str]) -> None:
-    """A harness run names its task, not a benchmark or a parent, and needs a model."""
+    """A harness run names its task, not a benchmark or a parent, and needs a model; a
+    Harbor run may instead pin an agentic subset (``benchmark`` + ``subset``)."""
+    metadata = body.metadata.model_dump(exclude_none=True)
+    if body.harness == "harbor" and "benchmark" in modes and "replay" not in modes:
+        if body.impl is not None:
+            raise Refused(
+                400,
+                "a harbor run takes no 'impl'",
+                "each task's own tests score a Harbor run",
+                field="impl",
+            )
+        check_pinned(metadata)  # the files are the subset's, checked once they are read
+        return
     if "benchmark" in modes or "replay" in modes:
         field = "benchmark" if "benchmark" in modes else "replay"
         raise Refused(
@@ -176,7 +190,6 @@ def _check_bridged(body: LaunchRequest, modes: list[str]) -> None:
             field=field,
         )
     # Refused here, before the funds and idempotency checks, not later.
-    metadata = body.metadata.model_dump(exclude_none=True)
     if body.harness == "harbor":
         check_harbor(metadata)  # the backend is checked once the account's default is known
     else:
@@ -244,6 +257,15 @@ async def pinned_command(
     timeout bounds each task unless the launch's limit is narrower."""
     assert body.benchmark is not None
     resolution = await resolve(registry, account, body.benchmark, body.subset, body.impl)
+    if resolution.agentic:
+        raise Refused(
+            400,
+            "the subset is a Harbor dataset",
+            f"subset {resolution.subset_slug!r} holds Harbor tasks: an agent runs them, "
+            "launch it with harness 'harbor' and metadata.harbor_harness.agent",
+            field="harness",
+            code="agentic_subset_needs_harbor",
+        )
     if body.trials is None and resolution.default_trials:
         common = {**common, "trials": resolution.default_trials}
     if resolution.task_timeout_s:
@@ -268,6 +290,8 @@ async def bridged_command(
     """An Inspect run: its task is the benchmark. A team's task file brings its own
     data (no Find, no registry pin); an inspect_evals task is fed a catalog subset.
     A Harbor run: its dataset is the benchmark, its files brought along."""
+    if body.harness == "harbor" and body.benchmark is not None:
+        return await pinned_harbor_command(registry, account, body, common)
     if body.harness == "harbor":
         return harbor_command(body, common)
     harness, metadata = inspect_launch(common["metadata"])
@@ -307,6 +331,34 @@ def harbor_command(body: LaunchRequest, common: dict[str, Any]) -> LaunchRun:
         benchmark_name=f"harbor:{dataset}",
         harness=harness,
         **(common | {"metadata": metadata}),
+    )
+
+
+async def pinned_harbor_command(
+    registry: Registry, account: str, body: LaunchRequest, common: dict[str, Any]
+) -> LaunchRun:
+    """A Harbor run of an agentic subset: the registry's tasks laid out as the files a
+    file launch sends, checked the same way, and carried in the harness (decision 0050);
+    the run pins the subset, so its leaderboard and replays are the subset's."""
+    assert body.benchmark is not None
+    found = await resolve(registry, account, body.benchmark, body.subset, None)
+    answer = await registry.subset(
+        ReadSubset(account=account, subset_id=found.subset_id or "", rows_limit=MAX_TASKS)
+    )
+    raise_for(answer.problem, code="not_found")
+    slug = found.subset_slug or ""
+    metadata = with_stored_files(common["metadata"], slug, answer.rows)
+    harness, kept = harbor_launch(metadata, common["compute"])
+    task = harness["task"]
+    return LaunchRun(
+        mode="pinned",
+        request=body.request or f"Harbor subset {slug}" + (f", task {task}" if task else ""),
+        benchmark_id=found.benchmark_id,
+        benchmark_name=found.benchmark_name or body.benchmark,
+        subset_id=found.subset_id,
+        subset_slug=slug,
+        harness=harness,
+        **(common | {"metadata": kept}),
     )
 
 

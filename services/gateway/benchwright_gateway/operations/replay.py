@@ -1,11 +1,12 @@
 """Replays: rerun a run's tasks with its scorer, a slice of them or all, on the
 parent's rows or on the newer snapshot of its rolling subset."""
 
+import json
 from typing import Any
 
 from benchwright_gateway.operations.runs import owned_run
 from benchwright_gateway.operations.snapshots import current_snapshot, row_indices
-from benchwright_gateway.ports import LaunchPorts, Registry, RunViews
+from benchwright_gateway.ports import LaunchPorts, Registry, RunRow, RunViews
 from benchwright_gateway.requests import ReplayIn
 from benchwright_shared.contracts import LaunchRun
 from benchwright_shared.refusal import Refused
@@ -20,7 +21,7 @@ async def replay_command(
     """The command for a replay of the caller's run ``replay.from_run``, once it has
     a scorer on record (its Atomize is done); ``common`` holds the launch's fields."""
     parent = await owned_run(ports, account, replay.from_run, field="replay.from_run")
-    if not parent.get("impl_id"):
+    if not (parent.get("impl_id") or _harbor_set_up(parent)):
         raise Refused(
             409,
             "nothing to replay yet",
@@ -39,6 +40,18 @@ async def replay_command(
         subset_id=snapshot,
         replay={"indices": indices, "task_ids": replay.task_ids, "only_failed": replay.only_failed},
         **common,
+    )
+
+
+def _harbor_set_up(parent: RunRow) -> bool:
+    """A Harbor run has no scorer on record (each task's tests score it): it can be
+    replayed once its Setup recorded the tasks, and the replay runs its harness."""
+    metadata = json.loads(parent.get("metadata") or "{}")
+    # Setup records the tasks, then its artifact: a run still in it is not ready.
+    return (
+        "harbor_harness" in metadata
+        and parent.get("selected_tasks") is not None
+        and parent.get("phase") != "setup"
     )
 
 

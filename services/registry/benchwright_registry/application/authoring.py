@@ -46,6 +46,7 @@ from benchwright_registry.projections import (
     sort_key,
     upsert_benchmark,
 )
+from benchwright_shared.agentic import is_agentic_row
 from benchwright_shared.contracts import (
     BenchmarkResolution,
     CatalogBenchmarkEntry,
@@ -727,6 +728,7 @@ class AuthoringApplication(Application[uuid.UUID]):
             task_count=int(snapshot["task_count"]),
             impl_id=impl_id,
             default_trials=chosen.default_trials,
+            agentic=bool(chosen.rows) and is_agentic_row(chosen.rows[0]),
         )
 
     def _resolve_benchmark(self, account: str, benchmark: str) -> AuthoredBenchmark | None:

@@ -1,4 +1,5 @@
-"""``bench create``, ``bench subset create|append``, ``bench impl create|ls``, ``bench range``."""
+"""``bench create``, ``bench subset create|add-harbor|append``, ``bench impl create|ls``,
+``bench range``."""
 
 from __future__ import annotations
 
@@ -229,6 +230,41 @@ def subset_create(
             typer.echo(f"grader impl: {sub.grader_impl_id}")
 
     emit(dump(sub), fmt, table=table)
+
+
+@subset_app.command("add-harbor")
+@handle_errors
+def subset_add_harbor(
+    benchmark: Annotated[str, typer.Argument(help="The benchmark (bm_…).")],
+    folder: Annotated[Path, typer.Argument(help="A Harbor dataset: a folder of task folders.")],
+    slug: Annotated[
+        str | None,
+        typer.Option(help="A short name, unique in the benchmark (default: the folder's)."),
+    ] = None,
+    name: Annotated[str, typer.Option(help="A display name (default: the slug).")] = "",
+    description: Annotated[str, typer.Option(help="What the tasks are.")] = "",
+    output: OutputOption = None,
+) -> None:
+    """Store a Harbor dataset as an agentic subset: one task a row, frozen, its id the
+    content address of the tasks (the same folder again is the same subset). Launch it
+    with `benchwright run --harness harbor --benchmark BM --subset SLUG --agent NAME`."""
+    from ....harbor import DatasetFolderError, dataset_files
+
+    fmt = _format(output)
+    try:
+        files = dataset_files(folder)
+    except DatasetFolderError as exc:
+        fail(str(exc), EXIT_USAGE)
+    chosen = slug or folder.resolve().name.lower()
+    with get_client() as bw:
+        sub = bw.benchmarks.subsets.create_harbor(
+            benchmark, chosen, files, name=name, description=description
+        )
+    emit(
+        dump(sub),
+        fmt,
+        table=lambda: typer.echo(f"stored {sub.id} ({sub.slug}, {sub.task_count} tasks)"),
+    )
 
 
 @subset_app.command("append")

@@ -225,7 +225,9 @@ def launch(
     limits = parse_limits(limit_to or [])
     phase_models = parse_phase_models(phase_model or [])
     harbor = HarborFlags(harbor_task, agent, tuple(agent_arg or ()))
-    metadata: dict[str, Any] = harness_metadata(harness, harness_task, harness_arg, harbor)
+    metadata: dict[str, Any] = harness_metadata(
+        harness, harness_task, harness_arg, harbor, pinned=benchmark is not None
+    )
     if limit is not None:
         metadata["limit"] = limit
     key = _key(
