@@ -29,6 +29,7 @@ from benchwright_shared.contracts import (
     TaskOutcome,
     TaskSpec,
 )
+from benchwright_shared.contracts.commands import SandboxRole
 
 MODEL = ModelAttached(
     command_id="c",
@@ -182,8 +183,10 @@ class FakeWorkspace:
     async def create_task_sandbox(self, files: list[SandboxFile], snapshot: str | None) -> str:
         return await self._new("task")
 
-    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
-        return await self._new("task")
+    async def create_agentic_sandbox(
+        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+    ) -> str:
+        return await self._new(role)
 
     async def exec_in(
         self,
