@@ -82,7 +82,8 @@ def main() -> None:
     options = parser.parse_args()
     Product.never_ready = options.never_ready
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Product)
-    print(f"product listening on 127.0.0.1:{options.port}", flush=True)
+    keys = " ".join(sorted(name for name in os.environ if "KEY" in name))
+    print(f"product listening on 127.0.0.1:{options.port}; keys: {keys}", flush=True)
     server.serve_forever()
 
 

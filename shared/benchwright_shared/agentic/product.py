@@ -15,7 +15,8 @@ A launch names how the product starts, when it is ready and how a task drives it
 Both URLs are inside the sandbox (loopback): the product is reached nowhere else.
 Its model is the run's proxy, through ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` and
 ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY`` (the run's proxy key, never a provider's):
-those names, and the platform's own ``BW_*``, are not the launch's to set.
+those names, and the platform's own ``BW_*``, are not the launch's to set. The
+arguments, ``env`` included, are kept in the run's metadata: no secret belongs there.
 """
 
 import re

@@ -110,7 +110,8 @@ def boot(config: dict[str, Any], report: dict[str, Any]) -> "subprocess.Popen[by
                 start_new_session=True,
             )
     except OSError as exc:
-        report.update(boot="not_started", detail=f"{exc.strerror or exc}: {config['command'][0]}")
+        where = exc.filename or config["command"][0]
+        report.update(boot="not_started", detail=f"{exc.strerror or exc}: {where}")
         return None
     pause = POLL_S
     deadline = started + float(config["ready_timeout_s"])
