@@ -135,7 +135,8 @@ async def test_a_product_is_started_waited_for_and_driven_and_scores_what_it_sol
     assert sorted(work.killed) == sorted(work.created)
     (probe,) = saved(ctx, "TemplateProbed")
     assert probe.ok and probe.problems == [] and sorted(probe.tasks) == sorted(TASKS)
-    assert probe.found["executables"]["python3"]
+    assert probe.found["executables"]["python3"] and probe.found["cwd_exists"]
+    assert probe.found["base"] == "python:3.12-slim"
     # Every model call used the run's proxy key: the product never saw another.
     assert len(model.requests) == len(TASKS)
     assert {r["headers"]["authorization"] for r in model.requests} == {"Bearer run-key"}

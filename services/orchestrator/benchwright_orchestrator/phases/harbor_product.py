@@ -17,6 +17,7 @@ trial is an error row naming the product (``product:not_ready``, ``product:exite
 decides, as for every agent.
 """
 
+import functools
 import json
 import shlex
 from collections.abc import Mapping
@@ -46,13 +47,10 @@ from benchwright_shared.contracts.agent_events import (
 )
 from benchwright_shared.hashing import canonical_json, sha256_hex
 
-__all__ = ["DRIVER_PYTHON", "probe_products", "product_args", "run_product"]
+__all__ = ["DRIVER_PYTHON", "driver_source", "probe_products", "product_args", "run_product"]
 
 # The driver's interpreter: the probe checks the environment has it.
 DRIVER_PYTHON = "python3"
-DRIVER_SOURCE = (
-    resources.files("benchwright_orchestrator.agents").joinpath("product_driver.py").read_text()
-)
 PRODUCT_LOG = f"{AGENT_LOGS}/product.log"
 PRODUCT_REPLY = f"{AGENT_LOGS}/product-reply.txt"
 # A task.toml that gives no agent timeout: how long the product may take to reply.
@@ -74,6 +72,14 @@ if [ -d "$cwd" ]; then printf 'cwd\t1\n'; else printf 'cwd\t0\n'; fi
 printf 'os\t%s\n' "$(uname -srm 2>/dev/null)"
 printf 'python\t%s\n' "$(python3 -V 2>/dev/null)"
 """
+
+
+@functools.cache
+def driver_source() -> str:
+    """``agents/product_driver.py``, read once, when a product run first needs it."""
+    return (
+        resources.files("benchwright_orchestrator.agents").joinpath("product_driver.py").read_text()
+    )
 
 
 def product_args(harbor: HarborAttempts) -> ProductAgentArgs:
@@ -148,7 +154,7 @@ async def _probe(
     finally:
         await kill_held(work, sandbox_id, reason="probe_finished")
     found = _probe_report(ran.stdout)
-    found["cwd"] = cwd
+    found |= {"cwd": cwd, "base": plan.base}
     problems = [
         f"{name!r} is not there (PATH {plan.env.get('PATH') or 'the default'})"
         + (" (the driver runs on it)" if name == DRIVER_PYTHON else "")
@@ -211,7 +217,7 @@ async def run_product(
     model = harbor.model
     done = await harbor.ctx.work.exec_in(
         box.sandbox_id,
-        [DRIVER_PYTHON, "-I", "-c", DRIVER_SOURCE],
+        [DRIVER_PYTHON, "-I", "-c", driver_source()],
         stdin=canonical_json(config),
         cwd=plan.workdir,
         env={
