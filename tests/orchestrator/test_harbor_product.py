@@ -32,7 +32,7 @@ from tests.support.product_tasks import (
     product_book,
     product_files,
 )
-from tests.support.scripted_agent_model import ScriptedAgentServer
+from tests.support.scripted_agent_model import COST_MICROS_PER_TURN, ScriptedAgentServer
 
 pytestmark = pytest.mark.skipif(not bwrap_usable(), reason="bubblewrap cannot make a sandbox")
 TASKS = {name for name, _, _ in PRODUCT_TASKS}
@@ -128,6 +128,8 @@ async def test_a_product_is_started_waited_for_and_driven_and_scores_what_it_sol
     rows = await swept(ctx)
     outcomes = {name: r[0].outcome for name, r in rows.items()}
     assert outcomes == {name: "pass" if name in PRODUCT_SOLVED else "fail" for name in TASKS}
+    # Each row carries what its one model call cost, as the proxy stamped it.
+    assert {(r[0].calls, r[0].cost_micros) for r in rows.values()} == {(1, COST_MICROS_PER_TURN)}
     # One probe first, then one sandbox per task; every one of them killed.
     assert roles(ctx) == ["template_probe"] + ["harbor_task_env"] * len(TASKS)
     work = ctx.work
@@ -140,6 +142,10 @@ async def test_a_product_is_started_waited_for_and_driven_and_scores_what_it_sol
     # Every model call used the run's proxy key: the product never saw another.
     assert len(model.requests) == len(TASKS)
     assert {r["headers"]["authorization"] for r in model.requests} == {"Bearer run-key"}
+    # ... each naming its task and trial (the driver's relay adds them), so the proxy
+    # meters and caps the product's calls per task.
+    assert sorted(r["headers"]["x-benchwright-task"] for r in model.requests) == ["0", "1", "2"]
+    assert {r["headers"]["x-benchwright-trial"] for r in model.requests} == {"0"}
     # Each attempt's steps, in order: boot, request, end, verdict.
     store = ctx.store
     assert isinstance(store, FakeStore)

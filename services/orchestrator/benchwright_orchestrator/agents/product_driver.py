@@ -16,20 +16,27 @@ product lives exactly as long as the task that drives it.
     stop     SIGTERM to the product's group, SIGKILL after a grace
 
 The product is pointed at the run's proxy: ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``
-from ``BW_MODEL_PROXY_URL`` (which the sandbox routes to the proxy), the keys from
+lead to a relay the driver serves on loopback, which adds the task and trial
+(``X-Benchwright-Task``/``-Trial``, so the proxy meters each call against its task and
+applies ``limits.task.cost``) and passes each call on to ``BW_MODEL_PROXY_URL`` (which
+the sandbox routes to the proxy), its answer streamed back as it comes. The keys are
 ``BW_MODEL_PROXY_KEY`` (the run's key). The ``BW_MODEL_*`` names themselves are not
 passed on.
 """
 
+import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 POLL_S = 0.1
 POLL_MAX_S = 1.0
@@ -43,9 +50,90 @@ REPLY_CHARS = 8192
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def product_env(config: dict[str, Any]) -> dict[str, str]:
+# Headers that belong to one connection, not to the call the relay passes on.
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"}
+)
+RELAY_TIMEOUT_S = 600.0
+# What the proxy says each call cost, summed into the report's ``usage``.
+STAMPS = {
+    "x-benchwright-call-cost-micros": "cost_micros",
+    "x-benchwright-call-prompt-tokens": "input_tokens",
+    "x-benchwright-call-completion-tokens": "output_tokens",
+}
+
+
+def relay_to(
+    proxy: str, attribution: dict[str, str], usage: dict[str, int] | None = None
+) -> ThreadingHTTPServer:
+    """Serve, on a loopback port, every call passed on to ``proxy`` with ``attribution``;
+    ``usage`` sums the calls and what the proxy stamped on them."""
+    upstream = urlsplit(proxy)
+    base_path = upstream.path.rstrip("/")
+    counted = usage if usage is not None else {}
+    lock = threading.Lock()
+
+    def count(answer: http.client.HTTPResponse) -> None:
+        with lock:
+            counted["calls"] = counted.get("calls", 0) + 1
+            for header, key in STAMPS.items():
+                value = answer.getheader(header)
+                if value and value.isdigit():
+                    counted[key] = counted.get(key, 0) + int(value)
+
+    class Relay(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _forward(self) -> None:
+            size = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(size) if size else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            headers.update(attribution)
+            kind = (
+                http.client.HTTPSConnection
+                if upstream.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            connection = kind(
+                upstream.hostname or "127.0.0.1", upstream.port, timeout=RELAY_TIMEOUT_S
+            )
+            answering = False
+            try:
+                connection.request(self.command, base_path + self.path, body, headers)
+                answer = connection.getresponse()
+                answering = True
+                count(answer)
+                self.send_response(answer.status, answer.reason)
+                for name, value in answer.getheaders():
+                    if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":
+                        self.send_header(name, value)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                while chunk := answer.read1(1 << 16):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError as exc:
+                if not answering:  # else the answer is cut short: the client sees that
+                    self.send_error(502, f"model proxy unreachable: {exc}")
+                self.close_connection = True
+            finally:
+                connection.close()
+
+        do_GET = do_POST = _forward
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def product_env(config: dict[str, Any], relay: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BW_MODEL_")}
-    proxy = os.environ.get("BW_MODEL_PROXY_URL", "").rstrip("/")
+    proxy = (relay or os.environ.get("BW_MODEL_PROXY_URL", "")).rstrip("/")
     key = os.environ.get("BW_MODEL_PROXY_KEY", "")
     model = os.environ.get("BW_MODEL_MODEL", "")
     if proxy:
@@ -94,7 +182,9 @@ def stop(process: "subprocess.Popen[bytes]") -> None:
             continue
 
 
-def boot(config: dict[str, Any], report: dict[str, Any]) -> "subprocess.Popen[bytes] | None":
+def boot(
+    config: dict[str, Any], report: dict[str, Any], relay: str | None
+) -> "subprocess.Popen[bytes] | None":
     started = time.monotonic()
     log_path = config["log_path"]
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
@@ -103,7 +193,7 @@ def boot(config: dict[str, Any], report: dict[str, Any]) -> "subprocess.Popen[by
             process = subprocess.Popen(
                 config["command"],
                 cwd=config["cwd"],
-                env=product_env(config),
+                env=product_env(config, relay),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -166,13 +256,23 @@ def drive(config: dict[str, Any], report: dict[str, Any]) -> None:
 def main() -> None:
     config = json.loads(sys.stdin.read())
     report: dict[str, Any] = {}
-    process = boot(config, report)
+    relay = None
+    usage: dict[str, int] = {}
+    if os.environ.get("BW_MODEL_PROXY_URL"):
+        attribution = {
+            "x-benchwright-task": str(config["index"]),
+            "x-benchwright-trial": str(config["trial"]),
+        }
+        server = relay_to(os.environ["BW_MODEL_PROXY_URL"], attribution, usage)
+        relay = f"http://127.0.0.1:{server.server_address[1]}"
+    process = boot(config, report, relay)
     if process is not None:
         try:
             drive(config, report)
         finally:
             stop(process)
     report["log_tail"] = tail(config["log_path"])
+    report["usage"] = dict(usage)
     print(json.dumps(report))
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchwright_orchestrator.agents.loop import AttemptRef
+from benchwright_orchestrator.agents.loop import AttemptEnd, AttemptRef
 from benchwright_orchestrator.phases.harbor_attempts import (
     AGENT_LOGS,
     HarborAttempts,
@@ -41,6 +41,7 @@ from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.agentic import AgenticTask, EnvironmentPlan, ProductAgentArgs
 from benchwright_shared.contracts import SandboxFile
 from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
     AgentToolResult,
     AttemptEndReason,
     cap_text,
@@ -194,8 +195,9 @@ def _probe_report(stdout: str) -> dict[str, Any]:
 # -- one attempt ----------------------------------------------------------------------
 async def run_product(
     harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
-) -> None:
-    """Boot the product in the attempt's sandbox, drive it with the task, stop it."""
+) -> AttemptEnd | None:
+    """Boot the product in the attempt's sandbox, drive it with the task, stop it; what
+    its model calls cost, as the proxy stamped them."""
     args = product_args(harbor)
     plan = harbor.plans[task.name]
     await record_started(harbor, task, ref, tools=["product_boot", "product_request"])
@@ -210,6 +212,9 @@ async def run_product(
         "body": args.body,
         "instruction": task.instruction,
         "task": task.name,
+        # The proxy meters and caps each of the product's calls against its task and trial.
+        "index": ref.index,
+        "trial": ref.trial,
         "request_timeout_s": request_timeout_s,
         "log_path": PRODUCT_LOG,
         "reply_path": PRODUCT_REPLY,
@@ -234,7 +239,7 @@ async def run_product(
     if report is None:
         if done.timed_out:
             await record_ended(harbor, ref, "wall_time", done.duration_ms, "the driver overran")
-            return
+            return None
         raise PhaseError(
             "product:driver_failed",
             f"the product driver exited {done.exit_code}: {(done.stderr or done.stdout)[-500:]}",
@@ -246,7 +251,27 @@ async def run_product(
         raise PhaseError(f"product:{report['boot']}", detail)
     await _record_request(harbor, ref, args, report)
     reason: AttemptEndReason = "wall_time" if report.get("timed_out") else "done"
-    await record_ended(harbor, ref, reason, done.duration_ms)
+    usage = report.get("usage") or {}
+    spent = AttemptEnd(
+        reason=reason,
+        turns=int(usage.get("calls", 0)),
+        input_tokens=int(usage.get("input_tokens", 0)),
+        output_tokens=int(usage.get("output_tokens", 0)),
+        cost_micros=int(usage["cost_micros"]) if "cost_micros" in usage else None,
+    )
+    await harbor.trajectory.record(
+        AgentAttemptEnded(
+            **attempt_ids(ref),
+            reason=reason,
+            turns=spent.turns,
+            tokens=spent.tokens,
+            input_tokens=spent.input_tokens,
+            output_tokens=spent.output_tokens,
+            cost_micros=spent.cost_micros,
+            duration_ms=done.duration_ms,
+        )
+    )
+    return spent
 
 
 def _driver_report(stdout: str) -> dict[str, Any] | None:
