@@ -12,6 +12,7 @@ import pytest
 from benchwright_gateway.operations import estimate as estimating
 from benchwright_gateway.operations import launch as launching
 from tests.gateway.test_launch_operations import ACCOUNT, SUT, FakePorts, body, refused
+from tests.support.product_tasks import PRODUCT_ARGS
 
 DATASET = Path(__file__).resolve().parents[2] / "examples" / "harbor" / "benchwright-starter"
 TASKS = ["csv-top-region", "fix-median", "json-active-users", "organize-logs", "write-greeting"]
@@ -38,6 +39,12 @@ def harbor_body(
     return {"harness": "harbor", "sut": SUT, "metadata": metadata, **fields}
 
 
+def product_body(**changes: Any) -> dict[str, Any]:
+    """A product launch of the starter dataset; a change to None drops that argument."""
+    args = {k: v for k, v in {**PRODUCT_ARGS, **changes}.items() if v is not None}
+    return harbor_body(harness={"agent": "product", "agent_args": args})
+
+
 def nothing_written(ports: FakePorts) -> bool:
     return ports.sent == [] and ports.records == {}
 
@@ -49,6 +56,8 @@ def nothing_written(ports: FakePorts) -> bool:
         ("benchwright", {"max_turns": 30, "wall_time_s": 120, "system_prompt": "Be brief."}),
         ("oracle", {}),
         ("nop", {}),
+        ("product", PRODUCT_ARGS),
+        ("product", {**PRODUCT_ARGS, "body": "text", "cwd": "/app", "env": {"MODE": "eval"}}),
     ],
 )
 async def test_the_starter_dataset_launches_with_each_agent(
@@ -221,6 +230,62 @@ APT = "FROM python:3.12-slim\nWORKDIR /app\nRUN apt-get update && apt-get instal
             id="long-system-prompt",
         ),
         pytest.param(
+            product_body(command=None),
+            400,
+            "metadata.harbor_harness.agent_args.command",
+            None,
+            id="product-without-command",
+        ),
+        pytest.param(
+            product_body(command=[]),
+            400,
+            "metadata.harbor_harness.agent_args.command",
+            None,
+            id="product-empty-command",
+        ),
+        pytest.param(
+            product_body(ready_url="http://example.com:8765/health"),
+            400,
+            "metadata.harbor_harness.agent_args.ready_url",
+            None,
+            id="product-ready-url-outside-the-sandbox",
+        ),
+        pytest.param(
+            product_body(drive_url="https://127.0.0.1/task"),
+            400,
+            "metadata.harbor_harness.agent_args.drive_url",
+            None,
+            id="product-drive-url-without-port",
+        ),
+        pytest.param(
+            product_body(ready_timeout_s=3600),
+            400,
+            "metadata.harbor_harness.agent_args.ready_timeout_s",
+            None,
+            id="product-boot-too-long",
+        ),
+        pytest.param(
+            product_body(env={"OPENAI_API_KEY": "sk-real"}),
+            400,
+            "metadata.harbor_harness.agent_args.env",
+            None,
+            id="product-provider-key",
+        ),
+        pytest.param(
+            product_body(body="xml"),
+            400,
+            "metadata.harbor_harness.agent_args.body",
+            None,
+            id="product-unknown-body",
+        ),
+        pytest.param(
+            product_body(port=8765),
+            400,
+            "metadata.harbor_harness.agent_args.port",
+            "unknown_agent_arg",
+            id="product-unknown-arg",
+        ),
+        pytest.param(
             harbor_body(without("write-greeting/solution/solve.sh"), {"agent": "oracle"}),
             400,
             f'{FILES}["write-greeting/solution/solve.sh"]',
@@ -283,11 +348,21 @@ async def test_an_unsupported_step_names_the_task_and_the_step() -> None:
     assert "RUN apt-get update" in refusal.detail
 
 
-async def test_an_unknown_agent_is_named_with_the_three_there_are() -> None:
+async def test_an_unknown_agent_is_named_with_the_ones_there_are() -> None:
     launch = harbor_body(harness={"agent": "claude-code"})
     refusal = await refused(launching.launch(FakePorts(), ACCOUNT, body(**launch), None))
     assert refusal.detail is not None
-    assert all(f"'{agent}'" in refusal.detail for agent in ("benchwright", "oracle", "nop"))
+    agents = ("benchwright", "oracle", "nop", "product")
+    assert all(f"'{agent}'" in refusal.detail for agent in agents)
+
+
+async def test_a_product_argument_refusal_says_what_is_wrong() -> None:
+    launch = product_body(env={"OPENAI_API_KEY": "sk-real"})
+    refusal = await refused(launching.launch(FakePorts(), ACCOUNT, body(**launch), None))
+    assert refusal.detail is not None and "OPENAI_API_KEY is set by the platform" in refusal.detail
+    outside = product_body(ready_url="http://10.0.0.1:80/")
+    refusal = await refused(launching.launch(FakePorts(), ACCOUNT, body(**outside), None))
+    assert refusal.detail is not None and "inside its sandbox" in refusal.detail
 
 
 # -- estimate ------------------------------------------------------------------------------

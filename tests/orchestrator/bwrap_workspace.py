@@ -3,7 +3,9 @@
 Each sandbox made by ``create_agentic_sandbox`` is a temporary folder holding one
 folder per asked directory (``/app``, ``/logs`` ...), bound at that path; ``exec_in``
 writes the files there and runs the command under bubblewrap (no network, the
-host's ``/usr``), as the sandbox-manager's local backend would. The phases under
+host's ``/usr``), as the sandbox-manager's local backend would; a command given
+``BW_MODEL_PROXY_URL`` (a product under test) shares the host's network to reach the
+fake model, where the local backend would forward that one address. The phases under
 test run real ``solve.sh`` and ``test.sh`` scripts and real agent tool commands,
 with no bus and no sandbox-manager.
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from benchwright_orchestrator.ports import SandboxLost
 from benchwright_shared.contracts import SandboxExecFinished, SandboxFile
+from benchwright_shared.contracts.commands import SandboxRole
 from tests.orchestrator.fakes import FakeWorkspace
 from tests.shared.test_agentic_examples import BASE_PATH, bwrap_usable, system_mounts
 
@@ -32,8 +35,10 @@ class BwrapWorkspace(FakeWorkspace):
     exec_count: int = 0
     roots: dict[str, tuple[Path, list[str]]] = field(default_factory=dict)
 
-    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
-        sandbox_id = await self._new("task")
+    async def create_agentic_sandbox(
+        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+    ) -> str:
+        sandbox_id = await self._new(role)
         root = Path(tempfile.mkdtemp(prefix=f"bw-{sandbox_id}-"))
         for directory in dirs:
             (root / directory.strip("/")).mkdir(parents=True, exist_ok=True)
@@ -67,9 +72,13 @@ class BwrapWorkspace(FakeWorkspace):
         self._write(root, files or [])
         variables = {"PATH": BASE_PATH, "HOME": "/tmp", **(env or {})}
         binds = [a for d in dirs for a in ("--bind", str(root / d.strip("/")), d)]
+        # The sandbox-manager routes BW_MODEL_PROXY_URL alone out of a sandbox; here a
+        # command told of it shares the host's network, where the fake model listens.
+        reach_model = ["--share-net"] if "BW_MODEL_PROXY_URL" in (env or {}) else []
         command = [
             "bwrap",
             "--unshare-all",
+            *reach_model,
             "--die-with-parent",
             "--clearenv",
             *[a for k, v in variables.items() for a in ("--setenv", k, v)],

@@ -30,6 +30,7 @@ from benchwright_shared.contracts import (
     TaskOutcome,
     TaskSpec,
 )
+from benchwright_shared.contracts.commands import SandboxRole
 
 MODEL = ModelAttached(
     command_id="c",
@@ -190,8 +191,10 @@ class FakeWorkspace:
         self.kept[name] = text
         return name
 
-    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
-        return await self._new("task")
+    async def create_agentic_sandbox(
+        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+    ) -> str:
+        return await self._new(role)
 
     async def exec_in(
         self,

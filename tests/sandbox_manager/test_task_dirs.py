@@ -208,7 +208,7 @@ def _create(dirs: list[str], files: dict[str, str]) -> CreateSandbox:
     return CreateSandbox(
         command_id=new_id(),
         run_id="run_test",
-        role="task",
+        role="harbor_task_env",
         dirs=dirs,
         files=[SandboxFile(path=path, content=text) for path, text in files.items()],
     )
@@ -228,6 +228,7 @@ async def test_a_harbor_step_through_the_handlers(sandboxes: SandboxService) -> 
     assert isinstance(created, SandboxCreated), created
     assert created.metadata["dirs"] == HARBOR_DIRS
     assert created.metadata["isolation"] == "bubblewrap"
+    assert created.metadata["benchwright_role"] == "harbor_task_env"
     sandbox_id = created.sandbox_id
     script = (
         "pwd; cat x.txt; mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; "

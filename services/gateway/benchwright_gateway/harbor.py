@@ -5,7 +5,8 @@ The launch names the dataset, its files, the agent and the agent's arguments::
     metadata.harbor_harness = {
         "dataset": "benchwright-starter",
         "files": {"fix-median/task.toml": "...", "fix-median/instruction.md": "...", ...},
-        "agent": "benchwright",            # or "oracle" (runs solution/solve.sh), "nop"
+        "agent": "benchwright",            # or "oracle" (runs solution/solve.sh), "nop",
+                                           # "product" (a product under test: agentic/product.py)
         "agent_args": {"max_turns": 30},
     }
     metadata.harbor_task = "fix-median"    # optional: one task, by folder or task.toml name
@@ -35,6 +36,7 @@ from benchwright_shared.agentic import (
     AgenticDataset,
     AgenticTask,
     DatasetLimits,
+    ProductAgentArgs,
     environment_plan,
     files_from_rows,
     load_dataset,
@@ -45,7 +47,9 @@ from benchwright_shared.refusal import Refused
 HARNESS_FIELD = "metadata.harbor_harness"
 TASK_FIELD = "metadata.harbor_task"
 DEFAULT_AGENT = "benchwright"
-AGENTS = ("benchwright", "oracle", "nop")
+AGENTS = ("benchwright", "oracle", "nop", "product")
+# The agents that take arguments, and what each takes.
+AGENT_ARGS: dict[str, type[BaseModel]] = {}
 SOLVE_SCRIPT = "solution/solve.sh"
 # The backend that runs a task's own image ([environment] docker_image): Kubernetes.
 IMAGE_BACKEND = "sandbox0"
@@ -82,6 +86,9 @@ class BenchwrightAgentArgs(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     wall_time_s: float | None = Field(default=None, gt=0)
     system_prompt: str | None = Field(default=None, max_length=20_000)
+
+
+AGENT_ARGS.update({DEFAULT_AGENT: BenchwrightAgentArgs, "product": ProductAgentArgs})
 
 
 @dataclass(frozen=True)
@@ -256,11 +263,13 @@ def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
             "unknown agent",
             f"agent {agent[:80]!r} is not one this deployment runs; use "
             "'benchwright' (the platform's own loop, the default), 'oracle' (runs each "
-            "task's solution/solve.sh) or 'nop' (does nothing)",
+            "task's solution/solve.sh), 'nop' (does nothing) or 'product' (a product "
+            "under test, started in the sandbox from agent_args.command)",
             field=f"{HARNESS_FIELD}.agent",
             code="unknown_agent",
         )
-    if agent != DEFAULT_AGENT:
+    model = AGENT_ARGS.get(agent)
+    if model is None:
         if agent_args:
             key = next(iter(agent_args))
             raise Refused(
@@ -272,24 +281,27 @@ def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
             )
         return
     try:
-        BenchwrightAgentArgs.model_validate(agent_args)
+        model.model_validate(agent_args)
     except ValidationError as exc:
         error = exc.errors()[0]
-        key = str(error["loc"][0])
+        loc = [str(p) for p in error["loc"]]
+        key = ".".join(loc[:2]) if loc else ""
+        field = f"{HARNESS_FIELD}.agent_args" + (f".{key}" if key else "")
         if error["type"] == "extra_forbidden":
-            known = ", ".join(BenchwrightAgentArgs.model_fields)
+            known = ", ".join(model.model_fields)
             raise Refused(
                 400,
                 "unknown agent argument",
-                f"the benchwright agent takes {known}; not {key[:80]!r}",
-                field=f"{HARNESS_FIELD}.agent_args.{key}",
+                f"the {agent} agent takes {known}; not {key[:80]!r}",
+                field=field,
                 code="unknown_agent_arg",
             ) from None
+        what = "missing" if error["type"] == "missing" else error["msg"]
         raise Refused(
             400,
             "invalid agent argument",
-            f"{key}: {error['msg']}",
-            field=f"{HARNESS_FIELD}.agent_args.{key}",
+            f"the {agent} agent's {key or 'arguments'}: {what}",
+            field=field,
         ) from None
 
 

@@ -29,6 +29,7 @@ from benchwright_shared.contracts import (
     TaskOutcome,
     TaskSpec,
 )
+from benchwright_shared.contracts.commands import SandboxRole
 from benchwright_shared.refusal import Refused
 
 
@@ -135,9 +136,12 @@ class Workspace(Protocol):
         """A fanout task sandbox from ``snapshot`` (or the dataset) with ``files`` on top."""
         ...
 
-    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
-        """A task sandbox for an agent: nothing but ``files`` (absolute paths, each under
-        one of ``dirs``, the writable places the task's scripts name)."""
+    async def create_agentic_sandbox(
+        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+    ) -> str:
+        """A sandbox of a task's environment: nothing but ``files`` (absolute paths, each
+        under one of ``dirs``, the writable places the task's scripts name); ``role``
+        ``harbor_task_env`` for an attempt, ``template_probe`` for a product's probe."""
         ...
 
     async def exec_in(

@@ -269,7 +269,7 @@ def _attempt_ended(saved: _Saved, entry: LogEntry[AgentAttemptEnded]) -> None:
             "benchwright.agent.end_reason": data.reason,
         },
     )
-    if data.reason in ("crashed", "model_error"):
+    if data.reason in ("crashed", "model_error", "boot_failed"):
         span.fail(data.reason, (data.detail or "")[:500] or None)
     span.end(entry.ts)
 

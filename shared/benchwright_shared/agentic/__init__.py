@@ -6,6 +6,7 @@
                            --kubernetes_image-->  image reference   (Kubernetes)
     task.toml network      --network_allowed / host_allowed-->  what the sandbox may reach
     /logs/verifier/reward.{json,txt}  --parse_reward-->  Reward | VerifierError
+    agent_args of agent "product"     --ProductAgentArgs-->  how a product starts and is driven
 
 A malformed dataset or an environment the backend cannot make is a ``Refused``
 naming the launch field at fault; a verifier that wrote no usable reward is a
@@ -36,6 +37,7 @@ from benchwright_shared.agentic.environment import (
     environment_plan,
     kubernetes_image,
 )
+from benchwright_shared.agentic.product import PRODUCT_AGENT, ProductAgentArgs
 from benchwright_shared.agentic.reward import (
     REWARD_JSON_PATH,
     REWARD_TEXT_PATH,
@@ -51,6 +53,7 @@ __all__ = [
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "MAX_TASKS",
+    "PRODUCT_AGENT",
     "REWARD_JSON_PATH",
     "REWARD_TEXT_PATH",
     "AgenticDataset",
@@ -60,6 +63,7 @@ __all__ = [
     "EnvironmentPlan",
     "NetworkMode",
     "NetworkPolicy",
+    "ProductAgentArgs",
     "Reward",
     "TaskConfig",
     "VerifierError",

@@ -138,9 +138,18 @@ class AgentToolResult(_AttemptEvent):
 
 
 # ``crashed``: the platform failed mid-attempt (the sandbox lost); the trial reruns
-# from its initial state as the next attempt.
+# from its initial state as the next attempt. ``boot_failed``: a product under test
+# never became ready (or exited) during its boot; the trial is an error, not a fail.
 AttemptEndReason = Literal[
-    "done", "max_turns", "max_tokens", "wall_time", "cost", "model_error", "halted", "crashed"
+    "done",
+    "max_turns",
+    "max_tokens",
+    "wall_time",
+    "cost",
+    "model_error",
+    "halted",
+    "crashed",
+    "boot_failed",
 ]
 
 

@@ -14,7 +14,13 @@ from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.run_events import SutRef
 
-SandboxRole = Literal["driver", "work", "proxy", "task"]
+# What a sandbox is for (``metadata.benchwright_role``, concepts §4): ``task`` a fanout
+# Materialize's; ``harbor_task_env`` a Harbor task's environment, where its agent and
+# verifier run; ``template_probe`` the one a product-sandbox run first checks its product
+# can start in; ``harbor_orchestrator`` where Harbor's own orchestrator would run.
+SandboxRole = Literal[
+    "driver", "work", "proxy", "task", "template_probe", "harbor_orchestrator", "harbor_task_env"
+]
 # A launch's ``compute``: a sandbox backend by name, or let the platform choose.
 Compute = Literal["default", "auto", "local", "e2b", "sandbox0"]
 COMPUTE_CHOICES: tuple[str, ...] = ("default", "auto", "local", "e2b", "sandbox0")

@@ -276,6 +276,24 @@ class HarnessLogArtifact(_Data):
     size_bytes: int
 
 
+class TemplateProbed(_Data):
+    """A product-sandbox run probed a task environment (a ``template_probe`` sandbox)
+    for what its product needs, before any task sandbox started.
+
+    ``found``: where each executable resolved (None: missing), whether the product's
+    working directory exists, the base's OS and Python. ``problems`` empty is ``ok``;
+    otherwise the run was refused with them.
+    """
+
+    sandbox_id: str
+    # The tasks whose environment this is (tasks with the same environment share a probe).
+    tasks: list[str] = Field(default_factory=list)
+    ok: bool
+    found: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)
+    duration_ms: int = 0
+
+
 class MaterializeTaskResult(_Data):
     task_id: str
     index: int
@@ -376,6 +394,7 @@ _RUN_EVENT_MODELS: tuple[type[RunEventData], ...] = (
     ModelProxyArtifact,
     SnapshotCreated,
     HarnessLogArtifact,
+    TemplateProbed,
     MaterializeTaskResult,
     MaterializeTaskAggregated,
     ReportFile,

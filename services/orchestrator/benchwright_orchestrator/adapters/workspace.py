@@ -53,6 +53,7 @@ from benchwright_shared.contracts import (
     SubsetRows,
     SutRef,
 )
+from benchwright_shared.contracts.commands import SandboxRole
 from benchwright_shared.ids import new_command_id as command_id
 from benchwright_shared.liveness import Membership
 from benchwright_shared.money import dollars_to_micros
@@ -175,7 +176,9 @@ class NatsWorkspace:
         return listing
 
     # -- creating sandboxes -----------------------------------------------------------
-    async def _create(self, role: str, files: list[SandboxFile], snapshot: str | None) -> str:
+    async def _create(
+        self, role: SandboxRole, files: list[SandboxFile], snapshot: str | None
+    ) -> str:
         """A sandbox from ``snapshot`` (or, that gone, the dataset) with ``files`` on top."""
         reply: Contract | None = None
         if snapshot is not None:
@@ -203,7 +206,7 @@ class NatsWorkspace:
 
     def _create_command(
         self,
-        role: str,
+        role: SandboxRole,
         files: list[SandboxFile],
         from_snapshot: str | None,
         *,
@@ -213,7 +216,7 @@ class NatsWorkspace:
             command_id=command_id(),
             run_id=self.run.run_id,
             account=self.run.account,
-            role=role,  # type: ignore[arg-type]
+            role=role,
             backend=self.run.backend,
             files=files,
             from_snapshot=from_snapshot,
@@ -232,8 +235,10 @@ class NatsWorkspace:
     async def create_task_sandbox(self, files: list[SandboxFile], snapshot: str | None) -> str:
         return await self._create("task", files, snapshot)
 
-    async def create_agentic_sandbox(self, files: list[SandboxFile], dirs: list[str]) -> str:
-        reply = await self.request(self._create_command("task", files, None, dirs=dirs))
+    async def create_agentic_sandbox(
+        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+    ) -> str:
+        reply = await self.request(self._create_command(role, files, None, dirs=dirs))
         return self._recorded(reply)
 
     async def keep_text(self, text: str) -> str:

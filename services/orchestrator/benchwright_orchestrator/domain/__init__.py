@@ -267,6 +267,18 @@ class Run(Aggregate):
     def agent_text(self, phase: str, text: str) -> None:
         pass
 
+    @event("TemplateProbed")
+    def template_probed(
+        self,
+        sandbox_id: str,
+        tasks: list[str],
+        ok: bool,
+        found: dict[str, Any],
+        problems: list[str],
+        duration_ms: int,
+    ) -> None:
+        """What a probe sandbox found of a product's needs (the log's record only)."""
+
     @event("ToolCallEvent")
     def tool_call(self, phase: str, call_id: str, tool: str, arguments: dict[str, Any]) -> None:
         pass

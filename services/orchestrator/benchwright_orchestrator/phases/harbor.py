@@ -8,7 +8,8 @@ name order. Materialize runs every unsettled (task, trial) as an *attempt*::
     a fresh sandbox laid out from the task's environment plan (/app, /logs, ...)
     the agent      benchwright: the tool-calling loop (agents/loop.py), its model
                    reached through the run's proxy with the run's key;
-                   oracle: solution/solve.sh; nop: nothing
+                   oracle: solution/solve.sh; nop: nothing; product: a product
+                   under test, booted, driven and stopped (harbor_product.py)
     the verifier   tests/ copied in only now (the agent never sees them), then
                    tests/test.sh; /logs/verifier/reward.json|txt is the score
     one result     pass at reward 1, fail below; err when the verifier gave no reward
@@ -20,14 +21,14 @@ again from a fresh sandbox as attempt + 1, never from the half-changed one, at m
 way at their next await (a model call or a command, each bounded by its timeout) and
 kills their sandboxes.
 
-The verifier runs in the agent's sandbox (Harbor's "shared" mode).
+The verifier runs in the agent's sandbox (Harbor's "shared" mode). Each attempt's
+sandbox has the ``harbor_task_env`` role; a product run first probes its tasks'
+environments in ``template_probe`` sandboxes (``probe_products``).
 """
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -40,14 +41,26 @@ from benchwright_orchestrator.agents.loop import (
     run_agent,
 )
 from benchwright_orchestrator.agents.openai_model import ProxyAgentModel
-from benchwright_orchestrator.agents.ports import Trajectory
 from benchwright_orchestrator.domain.agents import MAX_ATTEMPTS
 from benchwright_orchestrator.phases.context import PhaseContext
+from benchwright_orchestrator.phases.harbor_attempts import (
+    AGENT_LOGS,
+    SOLUTION_DIR,
+    TESTS_DIR,
+    VERIFIER_LOGS,
+    HarborAttempts,
+    attempt_ids,
+    record_ended,
+    record_started,
+    sandbox_dirs,
+)
+from benchwright_orchestrator.phases.harbor_product import probe_products, run_product
+from benchwright_orchestrator.phases.sandbox_life import create_held, kill_held
 from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
-from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_orchestrator.plan import scope_selection, selected_indices
 from benchwright_orchestrator.ports import InfraError, PhaseError
 from benchwright_shared.agentic import (
+    PRODUCT_AGENT,
     REWARD_JSON_PATH,
     REWARD_TEXT_PATH,
     AgenticDataset,
@@ -58,10 +71,9 @@ from benchwright_shared.agentic import (
     load_dataset,
     parse_reward,
 )
-from benchwright_shared.contracts import ModelAttached, SandboxFile, TaskOutcome
+from benchwright_shared.contracts import SandboxFile, TaskOutcome
 from benchwright_shared.contracts.agent_events import (
     AgentAttemptEnded,
-    AgentAttemptStarted,
     AgentToolResult,
     AttemptEndReason,
     VerifierFinished,
@@ -73,17 +85,12 @@ from benchwright_shared.refusal import Refused
 
 __all__ = ["AGENTS", "harbor_materialize", "harbor_setup", "sandbox_dirs"]
 
-AGENTS = (AGENT_NAME, "oracle", "nop")
-# The places Harbor's scripts name, besides the environment's own.
-LOGS_DIR, TESTS_DIR, SOLUTION_DIR = "/logs", "/tests", "/solution"
-AGENT_LOGS, VERIFIER_LOGS = "/logs/agent", "/logs/verifier"
+AGENTS = (AGENT_NAME, "oracle", "nop", PRODUCT_AGENT)
 # A task.toml that gives no agent timeout: how long the oracle's solve.sh may run.
 DEFAULT_AGENT_TIMEOUT_S = 600.0
 # A reward of 1 passes (Harbor's "resolved"); anything less is a fail.
 PASS_REWARD = 1.0
 DEFAULT_LIMITS = AgentLimits()
-# A sandbox asked for while a halt came: how long we wait for it, to kill it.
-CREATE_GRACE_S = 30.0
 
 
 def harbor_dataset(ctx: PhaseContext) -> AgenticDataset:
@@ -101,14 +108,6 @@ def _plan(task: AgenticTask) -> EnvironmentPlan:
         return environment_plan(task)
     except Refused as exc:
         raise PhaseError("environment_refused", exc.detail or exc.title) from None
-
-
-def sandbox_dirs(plan: EnvironmentPlan) -> list[str]:
-    """The top-level directories a task's sandbox must present, writable: Harbor's own
-    and every one the plan lays a file or directory under."""
-    places = [plan.workdir, *plan.files, *plan.directories]
-    tops = {"/" + p.strip("/").split("/", 1)[0] for p in places if p.strip("/")}
-    return sorted(tops | {LOGS_DIR, TESTS_DIR, SOLUTION_DIR})
 
 
 async def harbor_setup(ctx: PhaseContext) -> None:
@@ -144,23 +143,6 @@ async def harbor_setup(ctx: PhaseContext) -> None:
     run.setup_done(impl_id=None, impl_sha256=sha256_hex(canonical_json(scored_by)))
 
 
-@dataclass
-class _Harbor:
-    """What every attempt of one Materialize shares."""
-
-    ctx: PhaseContext
-    model: ModelAttached
-    tasks: list[AgenticTask]
-    plans: dict[str, EnvironmentPlan]
-    agent: str
-    agent_args: dict[str, Any]
-    client: httpx.AsyncClient
-    trajectory: Trajectory = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.trajectory = RunTrajectory(self.ctx.run, self.ctx.store, self.ctx.work.keep_text)
-
-
 async def harbor_materialize(ctx: PhaseContext) -> None:
     run, harness = ctx.run, ctx.run.harness or {}
     dataset = harbor_dataset(ctx)
@@ -172,7 +154,7 @@ async def harbor_materialize(ctx: PhaseContext) -> None:
         text=f"{len(todo)} task trials to run, each in a sandbox of its own",
     )
     async with httpx.AsyncClient(timeout=600.0) as client:
-        harbor = _Harbor(
+        harbor = HarborAttempts(
             ctx,
             model,
             tasks,
@@ -181,6 +163,8 @@ async def harbor_materialize(ctx: PhaseContext) -> None:
             dict(harness.get("agent_args") or {}),
             client,
         )
+        if harbor.agent == PRODUCT_AGENT and todo:
+            await probe_products(harbor, [index for index, _ in todo])
         queue = iter(todo)  # shared by the workers: each trial is taken once
 
         async def worker() -> None:
@@ -198,7 +182,7 @@ async def harbor_materialize(ctx: PhaseContext) -> None:
 
 
 # -- one trial ------------------------------------------------------------------------
-async def _trial(harbor: _Harbor, index: int, trial: int) -> None:
+async def _trial(harbor: HarborAttempts, index: int, trial: int) -> None:
     """Attempts at one (task, trial) until one is scored, or none may run any more."""
     run = harbor.ctx.run
     task = harbor.tasks[index]
@@ -229,7 +213,7 @@ def _model_name(sut: dict[str, Any] | None) -> str | None:
     return f"{sut['model']}@{sut['provider']}" if sut.get("provider") else str(sut["model"])
 
 
-async def _settle(harbor: _Harbor, row: TaskOutcome) -> None:
+async def _settle(harbor: HarborAttempts, row: TaskOutcome) -> None:
     """Record the trial's row, with the verdict recorded before it, in one save."""
     run = harbor.ctx.run
     run.record_results([row], run.progress.invocations["materialize"])
@@ -249,13 +233,15 @@ def _error_row(
     )
 
 
-async def _crashed(harbor: _Harbor, ref: AttemptRef, detail: str) -> None:
+async def _crashed(harbor: HarborAttempts, ref: AttemptRef, detail: str) -> None:
     """Close an attempt the platform broke, so that the next one supersedes it."""
     run = harbor.ctx.run
     current = run.agents.attempt(ref.index, ref.trial)
     if current and current["attempt"] == ref.attempt and current["ended"] is None:
         await harbor.trajectory.record(
-            AgentAttemptEnded(**_ids(ref), reason="crashed", turns=current["turns"], detail=detail)
+            AgentAttemptEnded(
+                **attempt_ids(ref), reason="crashed", turns=current["turns"], detail=detail
+            )
         )
     run.agent_text(
         phase="materialize",
@@ -264,16 +250,12 @@ async def _crashed(harbor: _Harbor, ref: AttemptRef, detail: str) -> None:
     await harbor.ctx.save()
 
 
-def _ids(ref: AttemptRef) -> dict[str, Any]:
-    return {"task_id": ref.task_id, "index": ref.index, "trial": ref.trial, "attempt": ref.attempt}
-
-
-async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskOutcome:
+async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -> TaskOutcome:
     began = time.monotonic()
     plan = harbor.plans[task.name]
     files = [SandboxFile(path=p, content=c.decode()) for p, c in sorted(plan.files.items())]
     work = harbor.ctx.work
-    sandbox_id = await _created(work.create_agentic_sandbox(files, sandbox_dirs(plan)))
+    sandbox_id = await create_held(work, work.create_agentic_sandbox(files, sandbox_dirs(plan)))
     try:
         network = _network(harbor, task, "agent")
         box = WorkspaceTaskSandbox(work, sandbox_id, env=dict(plan.env), network=network)
@@ -289,7 +271,7 @@ async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskO
         )
         row = await _verify(harbor, task, verifier, ref)
     finally:
-        await _killed(harbor, sandbox_id)
+        await kill_held(work, sandbox_id)
     # The row covers the whole attempt, and what its model calls cost.
     usage = (
         {
@@ -304,31 +286,7 @@ async def _attempt(harbor: _Harbor, task: AgenticTask, ref: AttemptRef) -> TaskO
     return row.model_copy(update={"duration_ms": int((time.monotonic() - began) * 1000), **usage})
 
 
-async def _created(starting: Awaitable[str]) -> str:
-    """A new sandbox's id; a cancel (a halt) while it starts still kills it once up."""
-    future = asyncio.ensure_future(starting)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        # Let its creation be recorded: the run's release kills every recorded sandbox.
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(future, CREATE_GRACE_S)
-        raise
-
-
-async def _killed(harbor: _Harbor, sandbox_id: str) -> None:
-    """Kill the attempt's sandbox and record it, even when a halt interrupts us."""
-    killing = asyncio.ensure_future(
-        harbor.ctx.work.kill_sandbox(sandbox_id, reason="task_finished")
-    )
-    try:
-        await asyncio.shield(killing)
-    except asyncio.CancelledError:
-        await killing
-        raise
-
-
-def _network(harbor: _Harbor, task: AgenticTask, phase: str) -> bool:
+def _network(harbor: HarborAttempts, task: AgenticTask, phase: str) -> bool:
     """Whether a phase of the task reaches out at all: only a task that asks for the
     public network gets the run's egress, and there the account's host policy decides
     each host. An allowlist gets none (the injector knows no per-task list: narrower,
@@ -340,12 +298,12 @@ def _network(harbor: _Harbor, task: AgenticTask, phase: str) -> bool:
 # -- the agents -----------------------------------------------------------------------
 # An agent runs its attempt; the platform's own says what it spent (the others spend nothing).
 AgentRunner = Callable[
-    [_Harbor, AgenticTask, WorkspaceTaskSandbox, AttemptRef], Awaitable[AttemptEnd | None]
+    [HarborAttempts, AgenticTask, WorkspaceTaskSandbox, AttemptRef], Awaitable[AttemptEnd | None]
 ]
 
 
 async def _own_agent(
-    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+    harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
 ) -> AttemptEnd:
     args, run = harbor.agent_args, harbor.ctx.run
     timeouts = [t for t in (args.get("wall_time_s"), task.config.agent.timeout_sec) if t]
@@ -377,10 +335,10 @@ async def _own_agent(
 
 
 async def _oracle(
-    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+    harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
 ) -> AttemptEnd | None:
     """Harbor's ``oracle``: the task's own ``solution/solve.sh``, as one shell step."""
-    await _started(harbor, task, ref, tools=["shell"])
+    await record_started(harbor, task, ref, tools=["shell"])
     solution = task.under("solution")
     files = [
         SandboxFile(path=f"{SOLUTION_DIR}/{p}", content=c.decode()) for p, c in solution.items()
@@ -400,7 +358,7 @@ async def _oracle(
     shown, cut, chars = cap_text(output)
     await harbor.trajectory.record(
         AgentToolResult(
-            **_ids(ref),
+            **attempt_ids(ref),
             turn=0,
             call_id="solve",
             name="shell",
@@ -413,47 +371,31 @@ async def _oracle(
         )
     )
     reason: AttemptEndReason = "wall_time" if done.timed_out else "done"
-    await _ended(harbor, ref, reason, done.duration_ms)
+    await record_ended(harbor, ref, reason, done.duration_ms)
     return None
 
 
 async def _nop(
-    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+    harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
 ) -> AttemptEnd | None:
     """Harbor's ``nop``: does nothing (what the tests give an untouched environment)."""
-    await _started(harbor, task, ref, tools=[])
-    await _ended(harbor, ref, "done", 0)
+    await record_started(harbor, task, ref, tools=[])
+    await record_ended(harbor, ref, "done", 0)
     return None
 
 
-async def _started(harbor: _Harbor, task: AgenticTask, ref: AttemptRef, tools: list[str]) -> None:
-    shown, cut, chars = cap_text(task.instruction)
-    await harbor.trajectory.record(
-        AgentAttemptStarted(
-            **_ids(ref),
-            agent=ref.agent,
-            model=ref.model,
-            instruction=shown,
-            instruction_truncated=cut,
-            instruction_chars=chars,
-            tools=tools,
-        )
-    )
-
-
-async def _ended(harbor: _Harbor, ref: AttemptRef, reason: AttemptEndReason, ms: int) -> None:
-    await harbor.trajectory.record(
-        AgentAttemptEnded(**_ids(ref), reason=reason, turns=0, duration_ms=ms)
-    )
-
-
-AGENT_RUNNERS: dict[str, AgentRunner] = {AGENT_NAME: _own_agent, "oracle": _oracle, "nop": _nop}
+AGENT_RUNNERS: dict[str, AgentRunner] = {
+    AGENT_NAME: _own_agent,
+    "oracle": _oracle,
+    "nop": _nop,
+    PRODUCT_AGENT: run_product,
+}
 assert tuple(AGENT_RUNNERS) == AGENTS
 
 
 # -- the verifier ---------------------------------------------------------------------
 async def _verify(
-    harbor: _Harbor, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+    harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
 ) -> TaskOutcome:
     """Copy the tests in, run them, read the reward; record the verdict and return the
     trial's row (both saved together by the caller's ``_settle``)."""
@@ -486,7 +428,7 @@ async def _verify(
                 "detail": f"{exc.detail} (tests/test.sh exited {ran.exit_code}: {tail})",
             }
     run = harbor.ctx.run
-    run.record_agent_event(VerifierFinished(**_ids(ref), **verdict))
+    run.record_agent_event(VerifierFinished(**attempt_ids(ref), **verdict))
     if verdict.get("error_type"):
         return _error_row(ref.index, ref.trial, task, verdict["error_type"], str(verdict["detail"]))
     score = float(verdict["reward"])

@@ -17,20 +17,18 @@ The phase ends only when every selected pair is settled:
 """
 
 import asyncio
-import contextlib
 
 from benchwright_orchestrator.fanout import explain_materialize_mode
 from benchwright_orchestrator.phases.context import PhaseContext
 from benchwright_orchestrator.phases.harbor import harbor_materialize
 from benchwright_orchestrator.phases.harness import keep_harness_logs
+from benchwright_orchestrator.phases.sandbox_life import create_held, kill_held
 from benchwright_orchestrator.ports import PhaseError, ResultFeed, SandboxLost, SweepEnded
 from benchwright_shared.contracts import ModelAttached, SandboxFile, TaskOutcome, TaskSpec
 from benchwright_shared.outcomes import RESULTS_MISSING, SANDBOX_LOST
 
 MAX_SANDBOX_LOSSES = 3
 MAX_RESENDS = 2
-# How long a halted fanout waits for a sandbox it asked for, to kill it.
-CREATE_GRACE_S = 30.0
 # A running sweep says it is alive every 5 s (even while no task finishes): this
 # long without a word, its sandbox counts as gone though its holder lives.
 SWEEP_SILENCE_S = 30.0
@@ -227,27 +225,11 @@ class TaskSandboxes:
 
     async def create(self) -> str:
         """A new task sandbox's id; a halt while it starts still kills it once it is up."""
-        starting = asyncio.ensure_future(
-            self.ctx.work.create_task_sandbox(self.files, self.ctx.run.latest_snapshot())
+        work = self.ctx.work
+        return await create_held(
+            work, work.create_task_sandbox(self.files, self.ctx.run.latest_snapshot())
         )
-        try:
-            return await asyncio.shield(starting)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await self.kill(await asyncio.wait_for(starting, CREATE_GRACE_S))
-            raise
 
     async def kill(self, sandbox_id: str) -> None:
-        """Kill a task sandbox and record it; a halt arriving meanwhile waits for the record.
-
-        Interrupted, the kill would still happen, but its reply would be lost and
-        the run would list the sandbox as open (a second kill gets no reply).
-        """
-        killing = asyncio.ensure_future(
-            self.ctx.work.kill_sandbox(sandbox_id, reason="task_finished")
-        )
-        try:
-            await asyncio.shield(killing)
-        except asyncio.CancelledError:
-            await killing
-            raise
+        """Kill a task sandbox and record it; a halt arriving meanwhile waits for the record."""
+        await kill_held(self.ctx.work, sandbox_id)

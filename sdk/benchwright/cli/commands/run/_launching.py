@@ -136,7 +136,8 @@ def launch(
         str | None,
         typer.Option(
             help="With --harness harbor: the agent, benchwright (the platform's own loop, "
-            "the default), oracle (runs each task's solution) or nop.",
+            "the default), oracle (runs each task's solution), nop, or product (a product "
+            "under test: --agent-arg command=[...] ready_url=... drive_url=...).",
             show_default=False,
         ),
     ] = None,
