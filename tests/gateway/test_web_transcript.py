@@ -239,7 +239,15 @@ async def test_the_stream_sends_new_turns_then_ends_with_the_run() -> None:
     async def read_run() -> dict[str, Any] | None:
         return rows[-1]
 
-    stream = tasks.follow(read_run, log.fetch, RUN, Transcript(0), since=104, poll_s=0.01)
+    asked: list[int] = []
+
+    async def outcomes() -> dict[int, str]:
+        asked.append(1)
+        return {0: "pass"}
+
+    stream = tasks.follow(
+        read_run, log.fetch, RUN, Transcript(0), since=104, outcomes=outcomes, poll_s=0.01
+    )
     log.events += held[:2]
     rows.append({"status": "running", "last_seq": 2})
     parts = [json.loads((await anext(stream))["data"]) for _ in range(2)]
@@ -253,3 +261,5 @@ async def test_the_stream_sends_new_turns_then_ends_with_the_run() -> None:
         "attempt-0-2-turn-1", "attempt-0-2-turn-2", "attempt-0-2-end",
     ]  # fmt: skip
     assert rest[3] == {"event": "end", "data": json.dumps({"status": "ok"})}
+    # The verdict is drawn with the outcome the platform scored, read once for it.
+    assert re.search(r'o-pass">pass<', json.loads(rest[2]["data"])["html"]) and asked == [1]

@@ -101,6 +101,11 @@ async def test_the_transcript_fills_live_and_shows_what_the_agent_did(
         await expect(page.locator(f"#attempt-0-1-turn-{drawn + 1}")).to_be_attached(timeout=WAIT_MS)
         assert loads == [], "the page reloaded to show a turn"
         await expect(page.locator("#attempt-0-1-head")).to_contain_text("running")
+        # The shell's hostile output arrives over the stream too, as text; nothing ran.
+        await expect(page.locator(".tool-output").first).to_contain_text(HOSTILE, timeout=WAIT_MS)
+        assert loads == [], "the page reloaded to show a tool's result"
+        assert await page.locator("#transcript script, #transcript img").count() == 0
+        assert await page.title() == f"Task {TASK} · Benchwright"
         await page.screenshot(path=str(screenshots / "transcript-live.png"), full_page=True)
 
         # -- finished: the page is drawn again with the task's outcome ---------------

@@ -34,6 +34,7 @@ from benchwright_gateway.web.templating import environment, page
 from benchwright_gateway.web.transcript import Fragment, Transcript
 from benchwright_shared.bus import ask
 from benchwright_shared.contracts import GetRunEvents, RunEventsPage
+from benchwright_shared.projection import ViewCursor
 from benchwright_shared.refusal import Refused
 
 POLL_S = 0.5
@@ -41,6 +42,7 @@ POLL_S = 0.5
 LIVE_BUDGET = 4 * conversation.LOG_PAGE
 FromTurn = Annotated[int, Query(ge=1, le=100_000)]
 ReadRun = Callable[[], Awaitable[dict[str, Any] | None]]
+ReadOutcomes = Callable[[], Awaitable[dict[int, str]]]
 
 
 def render_fragment(transcript: Transcript, fragment: Fragment, outcomes: dict[int, str]) -> str:
@@ -67,10 +69,12 @@ async def follow(
     transcript: Transcript,
     *,
     since: int,
+    outcomes: ReadOutcomes | None = None,
     poll_s: float = POLL_S,
 ) -> AsyncIterator[dict[str, str]]:
     """Server-sent events for a task page drawn at log position ``since``: ``part``
-    (an element to put in place: ``{parent, id, html}``) and ``end``."""
+    (an element to put in place: ``{parent, id, html}``) and ``end``. ``outcomes``
+    reads each trial's scored outcome, asked only when a verdict is to be drawn."""
     last_seq: int | None = None
     while True:
         row = await read_run()
@@ -86,9 +90,15 @@ async def follow(
                 readable = False  # the orchestrator is away: look again next time
             if readable and not transcript.cut:
                 last_seq = position
-            for fragment in transcript.changed(since):
+            changed = transcript.changed(since)
+            scored: dict[int, str] = {}
+            if outcomes and any(
+                f.attempt.verdict and f.part in ("attempt", "end") for f in changed
+            ):
+                scored = await outcomes()
+            for fragment in changed:
                 body = {"parent": fragment.parent, "id": fragment.id,
-                        "html": render_fragment(transcript, fragment, {})}  # fmt: skip
+                        "html": render_fragment(transcript, fragment, scored)}  # fmt: skip
                 yield {"event": "part", "data": json.dumps(body)}
             # A first look that stopped short of the page's position sends nothing twice.
             since = max(since, transcript.seq)
@@ -124,18 +134,19 @@ def build_router(web: Web) -> APIRouter:
     async def fetch(query: GetRunEvents) -> RunEventsPage:
         return await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
 
-    def task_index(row_id: str) -> int:
+    def task_key(row_id: str) -> tuple[int, int]:
+        """``(invocation, index)`` of a task row's id."""
         key = parse_task_row_id(row_id)
         if key is None:
             raise Refused(404, "task not found", f"no task {row_id!r} in this run", field="task")
-        return key[1]
+        return key
 
     @router.get("/runs/{run_id}/tasks/{row_id}", response_class=HTMLResponse)
     async def task_page(
         request: Request, run_id: str, row_id: str, from_turn: FromTurn = 1
     ) -> Response:
         caller, token, row = await readable_run(request, run_id)
-        index = task_index(row_id)
+        _, index = task_key(row_id)
         path = f"/v1/runs/{quote(run_id, safe='')}/tasks/{quote(row_id, safe='')}/payload"
         answer, run = await asyncio.gather(web.api.call("GET", path, token), lookup.show(ctx, row))
         transcript = Transcript(index, from_turn=from_turn)
@@ -171,13 +182,23 @@ def build_router(web: Web) -> APIRouter:
     ) -> Response:
         """What the agent does next on this task, as server-sent events (``follow``)."""
         await readable_run(request, run_id)
-        transcript = Transcript(task_index(row_id), from_turn=from_turn)
+        invocation, index = task_key(row_id)
+        transcript = Transcript(index, from_turn=from_turn)
 
         async def read_run() -> dict[str, Any] | None:
             found: dict[str, Any] | None = await ctx.read(lambda cur: views.get_run(cur, run_id))
             return found
 
-        stream = follow(read_run, fetch, run_id, transcript, since=since)
+        def scored(cur: ViewCursor) -> dict[int, str]:
+            row = views.get_task(cur, run_id, invocation, index) or {}
+            trials = views.task_trials(cur, run_id, invocation, [index]).get(index, [])
+            return trial_outcomes({"outcome": row.get("outcome"), "trials": trials})
+
+        async def read_outcomes() -> dict[int, str]:
+            found: dict[int, str] = await ctx.read(scored)
+            return found
+
+        stream = follow(read_run, fetch, run_id, transcript, since=since, outcomes=read_outcomes)
         return EventSourceResponse(stream, ping=15, headers={"Cache-Control": "no-store"})
 
     return router
