@@ -221,12 +221,15 @@ async def test_a_task_an_agent_is_still_on_has_a_page_before_its_row(
                             text=SCRIPT))  # fmt: skip
     async with browser(service, session_of(service, "alice")) as client:
         waiting = await client.get(f"/runs/{RUN}/tasks/t1_3")
-        nothing_yet = await client.get(f"/runs/{RUN}/tasks/t1_2")
+        nothing_yet = await client.get(f"/runs/{RUN}/tasks/t1_2")  # a row, no agent steps
         bad = await client.get(f"/runs/{RUN}/tasks/t1_0", params={"from_turn": 0})
     assert waiting.status_code == 200, waiting.text
     assert "<code>t-3</code>" in waiting.text and 'o-running">running' in waiting.text
     assert "&lt;script&gt;" in waiting.text and "<script>document" not in waiting.text
-    assert nothing_yet.status_code == 200 and 'data-live="yes"' in nothing_yet.text
+    assert 'data-live="yes"' in waiting.text
+    # A row no agent worked on (a task of a run without agents) has no transcript.
+    assert nothing_yet.status_code == 200 and "Transcript" not in nothing_yet.text
+    assert "/live" not in nothing_yet.text
     assert bad.status_code == 400 and "from_turn" in bad.text
 
 

@@ -161,7 +161,8 @@ def build_router(web: Web) -> APIRouter:
         else:
             raise Refused(answer.status, "the task cannot be shown", answer.problem())
         live_url = None
-        if readable and row["status"] == "running":
+        # Followed while the run runs if an agent is at it, or may be (no row yet).
+        if readable and row["status"] == "running" and (transcript.attempts or not answer.ok):
             live_url = (
                 f"/runs/{quote(run_id, safe='')}/tasks/{quote(row_id, safe='')}/live"
                 f"?from_turn={from_turn}&since={transcript.seq}"
