@@ -29,7 +29,7 @@ from benchwright_shared.contracts.agent_events import (
     VerifierFinished,
 )
 from benchwright_shared.contracts.run_events import RunEvent
-from benchwright_shared.run_log import run_event_type
+from benchwright_shared.run_log import parse_run_event, run_event_type
 
 AGENT_EVENTS = sorted(run_event_type(kind) for kind in AGENT_EVENT_TYPES)
 TURNS_SHOWN = 50
@@ -122,7 +122,8 @@ class Transcript:
         self.seq = max(self.seq, event.seq)
         if event.type not in AGENT_EVENTS or event.data.get("index") != self.index:
             return
-        data = event.typed()
+        entry = parse_run_event(event)  # the log's reader: an older entry never fails
+        data = entry.data if entry is not None else None
         if not isinstance(data, ATTEMPT_EVENTS):
             return
         attempt = self._attempt(data.trial, data.attempt, event.seq)
