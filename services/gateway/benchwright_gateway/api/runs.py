@@ -317,13 +317,16 @@ async def task_payload(run_id: str, row_id: str, ctx: Ctx, caller: Caller) -> Ta
     row = await ctx.read(views.get_task, run_id, *key) if key else None
     if row is None:
         raise Refused(404, "task not found", f"no task {row_id!r} in this run", field="task")
-    source = await ask(
-        ctx.bus(),
-        GetSubsetRows(subset_id=run["subset_id"], offset=row["idx"], limit=1),
-        SubsetRows,
-        timeout=QUERY_TIMEOUT_S,
-    )
-    task = source.rows[0] if source.rows else {}
+    task: dict[str, Any] = {}
+    # A run whose tasks travelled with its launch (a Harbor dataset) has no subset.
+    if run.get("subset_id"):
+        source = await ask(
+            ctx.bus(),
+            GetSubsetRows(subset_id=run["subset_id"], offset=row["idx"], limit=1),
+            SubsetRows,
+            timeout=QUERY_TIMEOUT_S,
+        )
+        task = source.rows[0] if source.rows else {}
     trials = await ctx.read(views.task_trials, run_id, row["invocation"], [row["idx"]])
     return TaskPayload.model_validate(
         {

@@ -1,5 +1,6 @@
 """The runs pages: the list, a run's page (header, cost, phases, live heatmap, task
-table), its outcome vector and live stream, a task's drill-down, and the run's buttons.
+table), its outcome vector and live stream, and the run's buttons (a task's page is
+``tasks``).
 
 Reads go through ``lookup.load_run``, the API's own rule: another account's run is
 a 404 unless it was shared, and only its owner sees the buttons (the API refuses
@@ -187,13 +188,6 @@ def build_router(web: Web) -> APIRouter:
         finally:
             with contextlib.suppress(Exception):
                 await subscription.unsubscribe()
-
-    @router.get("/runs/{run_id}/tasks/{row_id}", response_class=HTMLResponse)
-    async def task_page(request: Request, run_id: str, row_id: str) -> Response:
-        caller, token, row = await readable_run(request, run_id)
-        payload = await web.api.get(f"/v1/runs/{run_id}/tasks/{row_id}/payload", token)
-        run = await lookup.show(ctx, row)
-        return page(request, "task.html", me=viewer(caller, token), run=run, task=payload)
 
     @router.post("/runs/{run_id}/{action}")
     async def act(request: Request, run_id: str, action: str) -> Response:

@@ -1,7 +1,9 @@
-// Benchwright dashboard: the run page's live heatmap. Hand-written, no build step,
-// shipped inside the Python package. The heatmap is one canvas drawn from the run's
-// outcome vector (one character per task), so a 10,000-task run is one element, not
-// 10,000; over server-sent events only the cells that changed arrive.
+// Benchwright dashboard: the run page's live heatmap and a task page's live transcript.
+// Hand-written, no build step, shipped inside the Python package. The heatmap is one
+// canvas drawn from the run's outcome vector (one character per task), so a
+// 10,000-task run is one element, not 10,000; over server-sent events only the cells
+// that changed arrive. A transcript's stream sends each changed element (a turn, an
+// attempt's header or ending) drawn and escaped by the server's own template.
 
 const COLOURS = {
   ".": "#d0d7de", // not started
@@ -154,7 +156,38 @@ function follow(heatmap) {
   });
 }
 
+// Put one element the server drew in place: replace its old self, or add it.
+function place(part) {
+  const holder = document.createElement("template");
+  holder.innerHTML = part.html; // a template's content is inert: nothing in it runs
+  const element = holder.content.firstElementChild;
+  if (!element) return;
+  const existing = document.getElementById(part.id);
+  if (existing) existing.replaceWith(element);
+  else document.getElementById(part.parent)?.append(element);
+}
+
+function followTranscript(box) {
+  const source = new EventSource(box.dataset.src);
+  source.addEventListener("part", (event) => {
+    place(JSON.parse(event.data));
+    document.getElementById("transcript-empty")?.remove();
+    box.dataset.turns = String(box.querySelectorAll(".turn").length);
+  });
+  source.addEventListener("end", () => {
+    source.close();
+    box.dataset.live = "no";
+    // The task's outcome and score are drawn by the server once the run is done.
+    window.setTimeout(() => window.location.reload(), 800);
+  });
+}
+
 function start() {
+  const transcript = document.getElementById("transcript");
+  if (transcript) {
+    transcript.dataset.turns = String(transcript.querySelectorAll(".turn").length);
+    if (transcript.dataset.live === "yes") followTranscript(transcript);
+  }
   const canvas = document.getElementById("heatmap");
   if (!canvas) return;
   const heatmap = new Heatmap(canvas);
