@@ -352,24 +352,29 @@ class SandboxManager:
             sandbox = await self.held_sandbox(command.sandbox_id)
             backend = self.backend(sandbox.backend)
             started = StartedTasks(broker, command.run_id)
-            async for results in sweep(backend, command, self.limits, started.heard):
-                batches += 1
-                completed += len(results)
-                counts["completed"] = completed
-                event = SandboxTaskResults(
-                    command_id=command.command_id,
-                    run_id=command.run_id,
-                    sandbox_id=command.sandbox_id,
-                    batch=batches,
-                    results=results,
-                    invocation=command.invocation,
-                )
-                await publish_event(
-                    broker,
-                    event,
-                    msg_id=f"{command.command_id}:{batches}",
-                    subject=subjects.sweep_subject(command.run_id, "task_results"),
-                )
+            try:
+                async for results in sweep(backend, command, self.limits, started.heard):
+                    for result in results:
+                        started.settled(result.index, result.trial)
+                    batches += 1
+                    completed += len(results)
+                    counts["completed"] = completed
+                    event = SandboxTaskResults(
+                        command_id=command.command_id,
+                        run_id=command.run_id,
+                        sandbox_id=command.sandbox_id,
+                        batch=batches,
+                        results=results,
+                        invocation=command.invocation,
+                    )
+                    await publish_event(
+                        broker,
+                        event,
+                        msg_id=f"{command.command_id}:{batches}",
+                        subject=subjects.sweep_subject(command.run_id, "task_results"),
+                    )
+            finally:
+                await started.close()
         except asyncio.CancelledError:
             raise  # the service is stopping: the sweep ends with it, unanswered
         except Exception as exc:
