@@ -14,6 +14,7 @@ raise ``SandboxLost`` instead, once each: the sandbox-manager copy died mid-atte
 """
 
 import asyncio
+import hashlib
 import shutil
 import tempfile
 import time
@@ -21,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchwright_orchestrator.ports import SandboxLost
-from benchwright_shared.contracts import SandboxExecFinished, SandboxFile
+from benchwright_shared.contracts import ExportedFile, SandboxExecFinished, SandboxFile
 from benchwright_shared.contracts.commands import SandboxRole
 from tests.orchestrator.fakes import FakeWorkspace
 from tests.shared.test_agentic_examples import BASE_PATH, bwrap_usable, system_mounts
 
 __all__ = ["BwrapWorkspace", "bwrap_usable"]
+
+WORK = "work"
 
 
 @dataclass
@@ -34,12 +37,16 @@ class BwrapWorkspace(FakeWorkspace):
     lose_at: set[int] = field(default_factory=set)
     exec_count: int = 0
     roots: dict[str, tuple[Path, list[str]]] = field(default_factory=dict)
+    # The artifacts bucket: what ``export`` put there, by object name.
+    objects: dict[str, bytes] = field(default_factory=dict)
 
     async def create_agentic_sandbox(
         self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
     ) -> str:
         sandbox_id = await self._new(role)
         root = Path(tempfile.mkdtemp(prefix=f"bw-{sandbox_id}-"))
+        # The sandbox's own working directory, as the local backend's: /work inside.
+        (root / WORK).mkdir()
         for directory in dirs:
             (root / directory.strip("/")).mkdir(parents=True, exist_ok=True)
         self.roots[sandbox_id] = (root, dirs)
@@ -48,9 +55,39 @@ class BwrapWorkspace(FakeWorkspace):
 
     def _write(self, root: Path, files: list[SandboxFile]) -> None:
         for file in files:
-            target = root / file.path.lstrip("/")
+            target = self._place(root, file.path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(file.content or "")
+            if file.object_name is not None:
+                target.write_bytes(self.objects[file.object_name])
+            else:
+                target.write_text(file.content or "")
+
+    @staticmethod
+    def _place(root: Path, path: str) -> Path:
+        """Where a sandbox path lies on the host: a relative one in the working directory."""
+        return root / path.lstrip("/") if path.startswith("/") else root / WORK / path
+
+    def _export(self, root: Path, paths: list[str]) -> list[ExportedFile]:
+        """As the sandbox-manager exports: each file there into the "bucket"."""
+        exported = []
+        for path in paths:
+            source = self._place(root, path)
+            if not source.is_file():
+                continue
+            data = source.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            name = f"{self.run.run_id}/{digest}"
+            self.objects[name] = data
+            exported.append(
+                ExportedFile(
+                    path=path,
+                    bucket="bw-artifacts",
+                    object_name=name,
+                    sha256=digest,
+                    size_bytes=len(data),
+                )
+            )
+        return exported
 
     async def exec_in(
         self,
@@ -63,6 +100,7 @@ class BwrapWorkspace(FakeWorkspace):
         env: dict[str, str] | None = None,
         timeout_s: float = 120.0,
         network: bool = False,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished:
         self.exec_count += 1
         self.execs.append(argv)
@@ -72,6 +110,7 @@ class BwrapWorkspace(FakeWorkspace):
         self._write(root, files or [])
         variables = {"PATH": BASE_PATH, "HOME": "/tmp", **(env or {})}
         binds = [a for d in dirs for a in ("--bind", str(root / d.strip("/")), d)]
+        binds += ["--bind", str(root / WORK), f"/{WORK}"]
         # The sandbox-manager routes BW_MODEL_PROXY_URL alone out of a sandbox; here a
         # command told of it shares the host's network, where the fake model listens.
         reach_model = ["--share-net"] if "BW_MODEL_PROXY_URL" in (env or {}) else []
@@ -85,7 +124,7 @@ class BwrapWorkspace(FakeWorkspace):
             *system_mounts(),
             *binds,
             "--chdir",
-            cwd or "/app",
+            f"/{WORK}" if cwd == "." else cwd or "/app",
             *argv,
         ]
         started = time.monotonic()
@@ -108,6 +147,7 @@ class BwrapWorkspace(FakeWorkspace):
             command_id="c",
             run_id=self.run.run_id,
             sandbox_id=sandbox_id,
+            exported=self._export(root, export or []),
             exit_code=-9 if timed_out else (process.returncode or 0),
             stdout=out.decode(errors="replace")[:65536],
             stderr=err.decode(errors="replace")[:65536],

@@ -207,6 +207,7 @@ class FakeWorkspace:
         env: dict[str, str] | None = None,
         timeout_s: float = 120.0,
         network: bool = False,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished:
         self.execs.append(argv)
         return SandboxExecFinished(

@@ -155,9 +155,11 @@ class Workspace(Protocol):
         env: dict[str, str] | None = None,
         timeout_s: float = 120.0,
         network: bool = False,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished:
         """Run ``argv`` in a sandbox of the run's (after writing ``files``); ``network``:
-        through the run's egress injector (its host policy), else no way out."""
+        through the run's egress injector (its host policy), else no way out;
+        ``export``: files put in the artifacts bucket after it (``exported``)."""
         ...
 
     async def keep_text(self, text: str) -> str:

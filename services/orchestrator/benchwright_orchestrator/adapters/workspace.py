@@ -301,6 +301,7 @@ class NatsWorkspace:
         env: dict[str, str] | None = None,
         timeout_s: float = 120.0,
         network: bool = False,
+        export: list[str] | None = None,
     ) -> SandboxExecFinished:
         return await self._exec(
             ExecInSandbox(
@@ -314,6 +315,7 @@ class NatsWorkspace:
                 cwd=cwd,
                 env=env or {},
                 egress=self.model.egress if network and self.model else None,
+                export=export or [],
             )
         )
 

@@ -55,6 +55,7 @@ from benchwright_orchestrator.phases.harbor_attempts import (
     sandbox_dirs,
 )
 from benchwright_orchestrator.phases.harbor_product import probe_products, run_product
+from benchwright_orchestrator.phases.harbor_state import carry_final_state, restore_final_state
 from benchwright_orchestrator.phases.sandbox_life import create_held, kill_held
 from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
 from benchwright_orchestrator.plan import scope_selection, selected_indices
@@ -255,6 +256,8 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
     plan = harbor.plans[task.name]
     files = [SandboxFile(path=p, content=c.decode()) for p, c in sorted(plan.files.items())]
     work = harbor.ctx.work
+    # Harbor's "separate" verifier: a fresh sandbox, holding what the agent left.
+    separate = task.config.verifier.environment_mode == "separate"
     sandbox_id = await create_held(work, work.create_agentic_sandbox(files, sandbox_dirs(plan)))
     try:
         network = _network(harbor, task, "agent")
@@ -263,15 +266,21 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
         if made.exit_code != 0:
             raise PhaseError("environment_refused", f"could not lay out: {made.stderr[-500:]}")
         spent = await AGENT_RUNNERS[harbor.agent](harbor, task, box, ref)
-        verifier = WorkspaceTaskSandbox(
-            work,
-            sandbox_id,
-            env={**plan.env, **task.config.verifier.env},
-            network=_network(harbor, task, "verifier"),
-        )
-        row = await _verify(harbor, task, verifier, ref)
+        if separate:
+            carried = await carry_final_state(work, sandbox_id, plan)
+        else:
+            row = await _verify(harbor, task, _verifier_box(harbor, task, sandbox_id), ref)
     finally:
         await kill_held(work, sandbox_id)
+    if separate:
+        fresh = await create_held(
+            work, work.create_agentic_sandbox([*files, carried], sandbox_dirs(plan))
+        )
+        try:
+            await restore_final_state(work, fresh)
+            row = await _verify(harbor, task, _verifier_box(harbor, task, fresh), ref)
+        finally:
+            await kill_held(work, fresh)
     # The row covers the whole attempt, and what its model calls cost.
     usage = (
         {
@@ -284,6 +293,18 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
         else {}
     )
     return row.model_copy(update={"duration_ms": int((time.monotonic() - began) * 1000), **usage})
+
+
+def _verifier_box(
+    harbor: HarborAttempts, task: AgenticTask, sandbox_id: str
+) -> WorkspaceTaskSandbox:
+    plan = harbor.plans[task.name]
+    return WorkspaceTaskSandbox(
+        harbor.ctx.work,
+        sandbox_id,
+        env={**plan.env, **task.config.verifier.env},
+        network=_network(harbor, task, "verifier"),
+    )
 
 
 def _network(harbor: HarborAttempts, task: AgenticTask, phase: str) -> bool:
