@@ -43,6 +43,7 @@ from benchwright_orchestrator.agents.openai_model import ProxyAgentModel
 from benchwright_orchestrator.agents.ports import Trajectory
 from benchwright_orchestrator.domain.agents import MAX_ATTEMPTS
 from benchwright_orchestrator.phases.context import PhaseContext
+from benchwright_orchestrator.phases.harbor_bridge import BRIDGE_AGENTS, run_bridged
 from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
 from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_orchestrator.plan import scope_selection, selected_indices
@@ -73,7 +74,7 @@ from benchwright_shared.refusal import Refused
 
 __all__ = ["AGENTS", "harbor_materialize", "harbor_setup", "sandbox_dirs"]
 
-AGENTS = (AGENT_NAME, "oracle", "nop")
+AGENTS = (AGENT_NAME, "oracle", "nop", *BRIDGE_AGENTS)
 # The places Harbor's scripts name, besides the environment's own.
 LOGS_DIR, TESTS_DIR, SOLUTION_DIR = "/logs", "/tests", "/solution"
 AGENT_LOGS, VERIFIER_LOGS = "/logs/agent", "/logs/verifier"
@@ -447,7 +448,12 @@ async def _ended(harbor: _Harbor, ref: AttemptRef, reason: AttemptEndReason, ms:
     )
 
 
-AGENT_RUNNERS: dict[str, AgentRunner] = {AGENT_NAME: _own_agent, "oracle": _oracle, "nop": _nop}
+AGENT_RUNNERS: dict[str, AgentRunner] = {
+    AGENT_NAME: _own_agent,
+    "oracle": _oracle,
+    "nop": _nop,
+    **dict.fromkeys(BRIDGE_AGENTS, run_bridged),  # Harbor's own agents: phases/harbor_bridge
+}
 assert tuple(AGENT_RUNNERS) == AGENTS
 
 
