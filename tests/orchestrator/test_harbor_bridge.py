@@ -8,8 +8,12 @@ JSON answer format, over the proxy's OpenAI-compatible route) solves exactly the
 tasks its script solves; a child that dies is an error row, not a hang.
 """
 
+import asyncio
 import json
+import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,3 +124,61 @@ async def test_a_child_that_dies_is_an_error_row(monkeypatch: pytest.MonkeyPatch
     row = rows["write-greeting"][0]
     assert row.outcome == "err" and row.error_type == "agent_crashed"
     assert "segfaulted on purpose" in row.error
+
+
+def hanging_child(monkeypatch: pytest.MonkeyPatch, pidfile: Path) -> None:
+    monkeypatch.setattr(harbor_bridge, "CHILD_MODULE", "tests.support.hanging_harbor_child")
+    env = harbor_bridge._child_env
+    monkeypatch.setattr(
+        harbor_bridge, "_child_env", lambda: {**env(), "BW_HANG_PIDFILE": str(pidfile)}
+    )
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # Killed and reaped, or a zombie about to be: either way it runs no more.
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+async def test_an_agent_past_its_timeout_is_killed_and_the_verifier_still_scores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    hanging_child(monkeypatch, pidfile)
+    run = harbor_run("harbor:nop", task="write-greeting")
+    toml = "write-greeting/task.toml"
+    files = run.harness["files"]  # type: ignore[index]
+    files[toml] = files[toml].replace("[agent]\ntimeout_sec = 300.0", "[agent]\ntimeout_sec = 2.0")
+    ctx = context(run)
+    began = time.monotonic()
+    rows = await swept(ctx)
+    assert time.monotonic() - began < 30
+    # The agent ran out of time: the verifier scored what it left (nothing), not an error.
+    row = rows["write-greeting"][0]
+    assert (row.outcome, row.score) == ("fail", 0.0)
+    ended = [e for e in ctx.store.saved if type(e).__name__ == "AgentAttemptEnded"]
+    assert [e.reason for e in ended] == ["wall_time"]
+    assert gone(int(pidfile.read_text()))
+
+
+async def test_a_halt_mid_agent_kills_the_child(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    hanging_child(monkeypatch, pidfile)
+    ctx = context(harbor_run("harbor:nop", task="write-greeting"))
+    sweeping = asyncio.ensure_future(swept(ctx))
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pidfile.read_text())
+    sweeping.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sweeping
+    assert gone(pid)
+    work = ctx.work
+    assert isinstance(work, BwrapWorkspace) and work.killed == work.created

@@ -5,7 +5,7 @@ The launch names the dataset, its files, the agent and the agent's arguments::
     metadata.harbor_harness = {
         "dataset": "benchwright-starter",
         "files": {"fix-median/task.toml": "...", "fix-median/instruction.md": "...", ...},
-        "agent": "benchwright",            # or "oracle" (runs solution/solve.sh), "nop"
+        "agent": "benchwright",  # or "oracle", "nop"; Harbor's own: "harbor:oracle", ...
         "agent_args": {"max_turns": 30},
     }
     metadata.harbor_task = "fix-median"    # optional: one task, by folder or task.toml name
@@ -18,7 +18,9 @@ in the launch (one bus message, so the same cap as an Inspect task's files); the
 run's metadata keeps their names and SHA-256 only.
 """
 
+import importlib.util
 import json
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +40,20 @@ from benchwright_shared.refusal import Refused
 HARNESS_FIELD = "metadata.harbor_harness"
 TASK_FIELD = "metadata.harbor_task"
 DEFAULT_AGENT = "benchwright"
-AGENTS = ("benchwright", "oracle", "nop")
+# Harbor's own agents, run through the bridge (the ``harbor`` package, the ``agents`` extra).
+BRIDGE_AGENTS = ("harbor:oracle", "harbor:nop", "harbor:terminus-2")
+AGENTS = ("benchwright", "oracle", "nop", *BRIDGE_AGENTS)
+ORACLES = ("oracle", "harbor:oracle")
+# Harbor's installed-agent CLIs, by the binary each needs inside the task sandbox.
+INSTALLED_AGENTS = {
+    "harbor:claude-code": "claude",
+    "harbor:codex": "codex",
+    "harbor:gemini-cli": "gemini",
+    "harbor:aider": "aider",
+    "harbor:opencode": "opencode",
+}
+# Where a local sandbox finds programs: the host's, bound read-only.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 SOLVE_SCRIPT = "solution/solve.sh"
 # The backend that runs a task's own image ([environment] docker_image): Kubernetes.
 IMAGE_BACKEND = "sandbox0"
@@ -132,7 +147,7 @@ def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
     dataset = load_dataset(spec.files, dataset=spec.dataset, only=only, limits=LIMITS)
     checked = HarborLaunch(spec=spec, task=only, dataset=dataset)
     for task in checked.tasks:
-        if spec.agent == "oracle" and not task.has_solution:
+        if spec.agent in ORACLES and not task.has_solution:
             raise Refused(
                 400,
                 "the oracle agent needs a solution",
@@ -166,15 +181,27 @@ def _spec(found: Any) -> HarborHarnessIn:
 
 
 def _check_agent(spec: HarborHarnessIn) -> None:
+    if spec.agent in INSTALLED_AGENTS:
+        _refuse_installed(spec.agent)
     if spec.agent not in AGENTS:
         raise Refused(
             400,
             "unknown agent",
             f"agent {spec.agent[:80]!r} is not one this deployment runs; use "
             "'benchwright' (the platform's own loop, the default), 'oracle' (runs each "
-            "task's solution/solve.sh) or 'nop' (does nothing)",
+            "task's solution/solve.sh), 'nop' (does nothing), or one of Harbor's own "
+            f"through the bridge: {', '.join(repr(a) for a in BRIDGE_AGENTS)}",
             field=f"{HARNESS_FIELD}.agent",
             code="unknown_agent",
+        )
+    if spec.agent in BRIDGE_AGENTS and importlib.util.find_spec("harbor") is None:
+        raise Refused(
+            400,
+            "Harbor's agents are not installed",
+            f"agent {spec.agent!r} runs Harbor's own agent, and this deployment has no "
+            "'harbor' package: install the 'agents' extra (pip install 'benchwright[agents]')",
+            field=f"{HARNESS_FIELD}.agent",
+            code="agent_unavailable",
         )
     if spec.agent != DEFAULT_AGENT:
         if spec.agent_args:
@@ -207,6 +234,27 @@ def _check_agent(spec: HarborHarnessIn) -> None:
             f"{key}: {error['msg']}",
             field=f"{HARNESS_FIELD}.agent_args.{key}",
         ) from None
+
+
+def _refuse_installed(agent: str) -> None:
+    """Harbor's installed-agent CLIs install themselves from the network at setup and
+    read a provider's key: neither happens here. Refused, saying which binary is missing."""
+    binary = INSTALLED_AGENTS[agent]
+    found = shutil.which(binary, path=SANDBOX_PATH) is not None
+    detail = (
+        f"agent {agent!r} runs the {binary!r} CLI, which the bridge does not yet point at "
+        "the run's proxy"
+        if found
+        else f"agent {agent!r} runs the {binary!r} CLI, which is not available to the task "
+        "sandbox (not on its PATH); the platform does not install agents"
+    )
+    raise Refused(
+        400,
+        "agent not available",
+        f"{detail}. Use 'harbor:terminus-2' for Harbor's model-driven agent",
+        field=f"{HARNESS_FIELD}.agent",
+        code="agent_unavailable",
+    )
 
 
 def _check_backend(task: AgenticTask, compute: str | None) -> None:
