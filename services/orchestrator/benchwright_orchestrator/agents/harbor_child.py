@@ -14,8 +14,10 @@ so nothing Harbor or LiteLLM prints can corrupt them.
 import asyncio
 import base64
 import contextlib
+import ctypes
 import errno
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +43,7 @@ from benchwright_orchestrator.agents.harbor_wire import (
 
 # A reply line may carry a file of up to the sandbox's output cap, base64-encoded.
 LINE_LIMIT = 8 * 1024 * 1024
+PR_SET_PDEATHSIG = 1
 
 
 class RelayEnvironment(BaseEnvironment):  # type: ignore[misc]
@@ -210,7 +213,14 @@ async def run(config: BridgeConfig, relay: Relay, scratch: Path) -> ChildDone:
     )
 
 
+def _die_with_the_orchestrator() -> None:
+    """A SIGKILL when the orchestrator dies (kill -9 included): no orphaned agent."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 async def main() -> int:
+    _die_with_the_orchestrator()
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever else writes to stdout lands on stderr
     loop = asyncio.get_running_loop()
