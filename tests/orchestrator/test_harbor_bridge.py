@@ -182,3 +182,13 @@ async def test_a_halt_mid_agent_kills_the_child(
     assert gone(pid)
     work = ctx.work
     assert isinstance(work, BwrapWorkspace) and work.killed == work.created
+
+
+async def test_a_child_that_garbles_the_protocol_is_an_error_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(harbor_bridge, "CHILD_MODULE", "tests.support.garbling_harbor_child")
+    ctx = context(harbor_run("harbor:nop", task="write-greeting"))
+    row = (await swept(ctx))["write-greeting"][0]
+    assert row.outcome == "err" and row.error_type == "agent_crashed"
+    assert "ValidationError" in row.error

@@ -9,9 +9,9 @@ is the child's ``BridgeConfig``; the child's last line on stdout is ``done``.
 Files travel base64-encoded inside the lines, so a binary file crosses unharmed.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "CHILD_MODULE",
@@ -20,6 +20,7 @@ __all__ = [
     "ChildDone",
     "ChildRequest",
     "ParentReply",
+    "read_child_line",
 ]
 
 CHILD_MODULE = "benchwright_orchestrator.agents.harbor_child"
@@ -93,3 +94,13 @@ class ChildDone(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+
+
+_CHILD_LINE: TypeAdapter[ChildRequest | ChildDone] = TypeAdapter(
+    Annotated[ChildRequest | ChildDone, Field(discriminator="op")]
+)
+
+
+def read_child_line(line: bytes) -> ChildRequest | ChildDone:
+    """One line the child wrote; ``ValueError`` when it is not one of the protocol's."""
+    return _CHILD_LINE.validate_json(line)

@@ -39,11 +39,13 @@ from benchwright_orchestrator.agents.harbor_wire import (
     ChildDone,
     ChildRequest,
     ParentReply,
+    read_child_line,
 )
 from benchwright_orchestrator.agents.loop import AttemptEnd, AttemptRef
 from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
 from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.agentic import AgenticTask
+from benchwright_shared.contracts import SandboxExecFinished
 from benchwright_shared.contracts.agent_events import (
     AgentAttemptEnded,
     AgentAttemptStarted,
@@ -69,6 +71,7 @@ MAX_DOWNLOAD_BYTES = 48_000
 TMUX_DIR = "/logs/agent"
 TMUX_READY_S = 10.0
 EXIT_GRACE_S = 5.0
+FILE_TIMEOUT_S = 60.0
 DOWNLOAD_SCRIPT = (
     's=$(stat -c %s -- "$1") || exit 1; '
     f'if [ "$s" -gt {MAX_DOWNLOAD_BYTES} ]; then echo "too large: $s bytes" >&2; exit 27; fi; '
@@ -233,9 +236,10 @@ class _Session:
             child.stdin.write(config.model_dump_json().encode() + b"\n")
             await child.stdin.drain()
             while line := await child.stdout.readline():
-                if b'"op":"done"' in line:
-                    return ChildDone.model_validate_json(line)
-                reply = await self._carry_out(ChildRequest.model_validate_json(line))
+                said = read_child_line(line)
+                if isinstance(said, ChildDone):
+                    return said
+                reply = await self._carry_out(said)
                 child.stdin.write(reply.model_dump_json(exclude_none=True).encode() + b"\n")
                 await child.stdin.drain()
             return None
@@ -260,58 +264,58 @@ class _Session:
     async def _carry_out(self, request: ChildRequest) -> ParentReply:
         began = time.monotonic()
         left = max(1.0, self.deadline - began)
-        box, work = self.box, self.harbor.ctx.work
-        if request.op == "exec":
-            timeout_s = min(request.timeout_s or left, left)
-            done = await work.exec_in(
-                box.sandbox_id,
-                ["bash", "-c", request.command or ""],
-                cwd=request.cwd,
-                env={**box.env, **(request.env or {})},
-                timeout_s=timeout_s,
-                network=box.network,
-            )
-            code = 124 if done.timed_out else done.exit_code
-            reply = ParentReply(
-                id=request.id, exit_code=code, stdout=done.stdout, stderr=done.stderr
-            )
-            shown = f"$ {request.command}\n{done.stdout}" + (
-                f"\n[stderr]\n{done.stderr}" if done.stderr else ""
-            )
-        elif request.op == "upload":
-            content = request.content_b64 or ""
-            done = await work.exec_in(
-                box.sandbox_id,
-                ["sh", "-c", UPLOAD_SCRIPT, "sh", request.path or ""],
-                stdin=content,
-                env=dict(box.env),
-                timeout_s=min(60.0, left),
-                network=False,
-            )
-            code = done.exit_code
-            reply = ParentReply(id=request.id, exit_code=code)
-            if code != 0:
-                reply.error = done.stderr.strip()[-300:] or "upload failed"
-            shown = f"upload {request.path} ({len(base64.b64decode(content))} bytes)"
-        else:
-            done = await work.exec_in(
-                box.sandbox_id,
-                ["sh", "-c", DOWNLOAD_SCRIPT, "sh", request.path or ""],
-                env=dict(box.env),
-                timeout_s=min(60.0, left),
-                network=False,
-            )
-            code = done.exit_code
-            reply = ParentReply(id=request.id, exit_code=code)
-            if code == 0:
-                reply.content_b64 = done.stdout.strip()
-            else:
-                reply.error = done.stderr.strip()[-300:] or "download failed"
-                missing = "No such file" in done.stderr
-                reply.errno = errno.ENOENT if missing else errno.EIO
-            shown = f"download {request.path}" + (f": {reply.error}" if reply.error else "")
-        await self._record(request, code, shown, int((time.monotonic() - began) * 1000))
+        do = {"exec": self._exec, "upload": self._upload, "download": self._download}
+        reply, shown = await do[request.op](request, left)
+        ms = int((time.monotonic() - began) * 1000)
+        await self._record(request, reply.exit_code or 0, shown, ms)
         return reply
+
+    async def _exec(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        box = self.box
+        done = await self.harbor.ctx.work.exec_in(
+            box.sandbox_id,
+            ["bash", "-c", request.command or ""],
+            cwd=request.cwd,
+            env={**box.env, **(request.env or {})},
+            timeout_s=min(request.timeout_s or left, left),
+            network=box.network,
+        )
+        # What ``timeout`` returns: Harbor's agents read it as a command that ran too long.
+        code = 124 if done.timed_out else done.exit_code
+        reply = ParentReply(id=request.id, exit_code=code, stdout=done.stdout, stderr=done.stderr)
+        errors = f"\n[stderr]\n{done.stderr}" if done.stderr else ""
+        return reply, f"$ {request.command}\n{done.stdout}{errors}"
+
+    async def _upload(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        content = request.content_b64 or ""
+        size = len(base64.b64decode(content, validate=True))
+        done = await self._file_command(UPLOAD_SCRIPT, request, left, stdin=content)
+        reply = ParentReply(id=request.id, exit_code=done.exit_code)
+        if done.exit_code != 0:
+            reply.error = done.stderr.strip()[-300:] or "upload failed"
+        return reply, f"upload {request.path} ({size} bytes)"
+
+    async def _download(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        done = await self._file_command(DOWNLOAD_SCRIPT, request, left)
+        reply = ParentReply(id=request.id, exit_code=done.exit_code)
+        if done.exit_code == 0:
+            reply.content_b64 = done.stdout.strip()
+        else:
+            reply.error = done.stderr.strip()[-300:] or "download failed"
+            reply.errno = errno.ENOENT if "No such file" in done.stderr else errno.EIO
+        return reply, f"download {request.path}" + (f": {reply.error}" if reply.error else "")
+
+    async def _file_command(
+        self, script: str, request: ChildRequest, left: float, stdin: str | None = None
+    ) -> SandboxExecFinished:
+        return await self.harbor.ctx.work.exec_in(
+            self.box.sandbox_id,
+            ["sh", "-c", script, "sh", request.path or ""],
+            stdin=stdin,
+            env=dict(self.box.env),
+            timeout_s=min(FILE_TIMEOUT_S, left),
+            network=False,
+        )
 
     async def _record(self, request: ChildRequest, code: int, shown: str, ms: int) -> None:
         text, cut, chars = cap_text(shown)
