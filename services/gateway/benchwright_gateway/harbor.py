@@ -6,7 +6,8 @@ The launch names the dataset, its files, the agent and the agent's arguments::
         "dataset": "benchwright-starter",
         "files": {"fix-median/task.toml": "...", "fix-median/instruction.md": "...", ...},
         "agent": "benchwright",            # or "oracle" (runs solution/solve.sh), "nop",
-                                           # "product" (a product under test: agentic/product.py)
+                                           # "product" (a product under test: agentic/product.py),
+                                           # Harbor's own: "harbor:oracle", "harbor:nop", ...
         "agent_args": {"max_turns": 30},
     }
     metadata.harbor_task = "fix-median"    # optional: one task, by folder or task.toml name
@@ -25,7 +26,9 @@ arguments (``check_pinned``). The gateway reads the subset's rows and launches t
 as the files of a file launch (``with_stored_files``; decision 0050).
 """
 
+import importlib.util
 import json
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +50,20 @@ from benchwright_shared.refusal import Refused
 HARNESS_FIELD = "metadata.harbor_harness"
 TASK_FIELD = "metadata.harbor_task"
 DEFAULT_AGENT = "benchwright"
-AGENTS = ("benchwright", "oracle", "nop", "product")
+# Harbor's own agents, run through the bridge (the ``harbor`` package, the ``agents`` extra).
+BRIDGE_AGENTS = ("harbor:oracle", "harbor:nop", "harbor:terminus-2")
+AGENTS = ("benchwright", "oracle", "nop", "product", *BRIDGE_AGENTS)
+ORACLES = ("oracle", "harbor:oracle")
+# Harbor's installed-agent CLIs, by the binary each needs inside the task sandbox.
+INSTALLED_AGENTS = {
+    "harbor:claude-code": "claude",
+    "harbor:codex": "codex",
+    "harbor:gemini-cli": "gemini",
+    "harbor:aider": "aider",
+    "harbor:opencode": "opencode",
+}
+# Where a local sandbox finds programs: the host's, bound read-only.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 # The agents that take arguments, and what each takes.
 AGENT_ARGS: dict[str, type[BaseModel]] = {}
 SOLVE_SCRIPT = "solution/solve.sh"
@@ -148,7 +164,7 @@ def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
     dataset = check_dataset(spec.files, spec.dataset, only=only)
     checked = HarborLaunch(spec=spec, task=only, dataset=dataset)
     for task in checked.tasks:
-        if spec.agent == "oracle" and not task.has_solution:
+        if spec.agent in ORACLES and not task.has_solution:
             raise Refused(
                 400,
                 "the oracle agent needs a solution",
@@ -257,16 +273,28 @@ def _invalid(exc: ValidationError) -> Refused:
 
 
 def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
+    if agent in INSTALLED_AGENTS:
+        _refuse_installed(agent)
     if agent not in AGENTS:
         raise Refused(
             400,
             "unknown agent",
             f"agent {agent[:80]!r} is not one this deployment runs; use "
             "'benchwright' (the platform's own loop, the default), 'oracle' (runs each "
-            "task's solution/solve.sh), 'nop' (does nothing) or 'product' (a product "
-            "under test, started in the sandbox from agent_args.command)",
+            "task's solution/solve.sh), 'nop' (does nothing), 'product' (a product "
+            "under test, started in the sandbox from agent_args.command), or one of "
+            f"Harbor's own through the bridge: {', '.join(repr(a) for a in BRIDGE_AGENTS)}",
             field=f"{HARNESS_FIELD}.agent",
             code="unknown_agent",
+        )
+    if agent in BRIDGE_AGENTS and importlib.util.find_spec("harbor") is None:
+        raise Refused(
+            400,
+            "Harbor's agents are not installed",
+            f"agent {agent!r} runs Harbor's own agent, and this deployment has no "
+            "'harbor' package: install the 'agents' extra (pip install 'benchwright[agents]')",
+            field=f"{HARNESS_FIELD}.agent",
+            code="agent_unavailable",
         )
     model = AGENT_ARGS.get(agent)
     if model is None:
@@ -303,6 +331,27 @@ def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
             f"the {agent} agent's {key or 'arguments'}: {what}",
             field=field,
         ) from None
+
+
+def _refuse_installed(agent: str) -> None:
+    """Harbor's installed-agent CLIs install themselves from the network at setup and
+    read a provider's key: neither happens here. Refused, saying which binary is missing."""
+    binary = INSTALLED_AGENTS[agent]
+    found = shutil.which(binary, path=SANDBOX_PATH) is not None
+    detail = (
+        f"agent {agent!r} runs the {binary!r} CLI, which the bridge does not yet point at "
+        "the run's proxy"
+        if found
+        else f"agent {agent!r} runs the {binary!r} CLI, which is not available to the task "
+        "sandbox (not on its PATH); the platform does not install agents"
+    )
+    raise Refused(
+        400,
+        "agent not available",
+        f"{detail}. Use 'harbor:terminus-2' for Harbor's model-driven agent",
+        field=f"{HARNESS_FIELD}.agent",
+        code="agent_unavailable",
+    )
 
 
 def _check_backend(task: AgenticTask, compute: str | None) -> None:

@@ -54,6 +54,7 @@ from benchwright_orchestrator.phases.harbor_attempts import (
     record_started,
     sandbox_dirs,
 )
+from benchwright_orchestrator.phases.harbor_bridge import BRIDGE_AGENTS, run_bridged
 from benchwright_orchestrator.phases.harbor_product import probe_products, run_product
 from benchwright_orchestrator.phases.harbor_state import carry_final_state, restore_final_state
 from benchwright_orchestrator.phases.sandbox_life import create_held, kill_held
@@ -86,7 +87,7 @@ from benchwright_shared.refusal import Refused
 
 __all__ = ["AGENTS", "harbor_materialize", "harbor_setup", "sandbox_dirs"]
 
-AGENTS = (AGENT_NAME, "oracle", "nop", PRODUCT_AGENT)
+AGENTS = (AGENT_NAME, "oracle", "nop", PRODUCT_AGENT, *BRIDGE_AGENTS)
 # A task.toml that gives no agent timeout: how long the oracle's solve.sh may run.
 DEFAULT_AGENT_TIMEOUT_S = 600.0
 # A reward of 1 passes (Harbor's "resolved"); anything less is a fail.
@@ -410,6 +411,7 @@ AGENT_RUNNERS: dict[str, AgentRunner] = {
     "oracle": _oracle,
     "nop": _nop,
     PRODUCT_AGENT: run_product,
+    **dict.fromkeys(BRIDGE_AGENTS, run_bridged),  # Harbor's own agents: phases/harbor_bridge
 }
 assert tuple(AGENT_RUNNERS) == AGENTS
 

@@ -1,0 +1,343 @@
+"""The Harbor bridge: Harbor's own agents (``agent: "harbor:<name>"``) at an attempt.
+
+The agent runs in a child process (``agents.harbor_child``), so Harbor's imports and
+any crash of its agent stay out of the orchestrator. Its environment relays each
+exec, upload and download here over the child's stdin/stdout (``agents.harbor_wire``);
+each is carried out in the attempt's task sandbox with ``exec_in`` and recorded as an
+``AgentToolResult`` (turn 0: the bridge sees the agent's commands, not its model
+turns, which the proxy meters). The child holds the run's proxy key and no other;
+its environment is built from nothing of the orchestrator's but ``PATH`` and
+``PYTHONPATH``.
+
+Bounds: the task's agent timeout covers the whole child (each exec gets at most what
+is left of it), a reply line at most ``LINE_LIMIT`` bytes, the child's stderr kept to
+its last ``STDERR_KEEP`` bytes. A timeout, a halt or a crash kills the child; a child
+that exits without saying ``done``, or whose agent raised, makes the trial an error
+row naming it.
+
+``harbor:terminus-2`` drives a tmux session. Each exec in a task sandbox is a process
+tree of its own, so a tmux server started by one would die with it: the bridge holds
+one ``tmux -D`` server for the agent's lifetime as a long exec, its socket under
+``/logs/agent``, which every exec of the attempt sees.
+"""
+
+import asyncio
+import base64
+import collections
+import contextlib
+import errno
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from benchwright_orchestrator.agents.harbor_wire import (
+    CHILD_MODULE,
+    BridgeConfig,
+    BridgeModel,
+    ChildDone,
+    ChildRequest,
+    ParentReply,
+    read_child_line,
+)
+from benchwright_orchestrator.agents.loop import AttemptEnd, AttemptRef
+from benchwright_orchestrator.phases.harbor_attempts import HarborAttempts
+from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
+from benchwright_orchestrator.ports import PhaseError
+from benchwright_shared.agentic import AgenticTask
+from benchwright_shared.contracts import SandboxExecFinished
+from benchwright_shared.contracts.agent_events import (
+    AgentAttemptEnded,
+    AgentAttemptStarted,
+    AgentToolResult,
+    AttemptEndReason,
+    cap_text,
+)
+
+__all__ = ["BRIDGE_AGENTS", "BRIDGE_PREFIX", "run_bridged"]
+
+BRIDGE_PREFIX = "harbor:"
+# Harbor's agents the bridge runs; those that call a model get the run's proxy.
+MODEL_AGENTS = ("terminus-2",)
+BRIDGE_AGENTS = tuple(f"{BRIDGE_PREFIX}{n}" for n in ("oracle", "nop", *MODEL_AGENTS))
+DEFAULT_AGENT_TIMEOUT_S = 600.0
+LINE_LIMIT = 8 * 1024 * 1024
+STDERR_KEEP = 8192
+# Largest file a download carries: the sandbox's output cap less base64's growth.
+MAX_DOWNLOAD_BYTES = 48_000
+TMUX_DIR = "/logs/agent"
+TMUX_READY_S = 10.0
+EXIT_GRACE_S = 5.0
+FILE_TIMEOUT_S = 60.0
+DOWNLOAD_SCRIPT = (
+    's=$(stat -c %s -- "$1") || exit 1; '
+    f'if [ "$s" -gt {MAX_DOWNLOAD_BYTES} ]; then echo "too large: $s bytes" >&2; exit 27; fi; '
+    'exec base64 -w0 -- "$1"'
+)
+UPLOAD_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && base64 -d > "$1"'
+
+
+async def run_bridged(
+    harbor: HarborAttempts, task: AgenticTask, box: WorkspaceTaskSandbox, ref: AttemptRef
+) -> AttemptEnd:
+    name = harbor.agent.removeprefix(BRIDGE_PREFIX)
+    timeout_s = float(task.config.agent.timeout_sec or DEFAULT_AGENT_TIMEOUT_S)
+    ids: dict[str, Any] = {
+        "task_id": ref.task_id,
+        "index": ref.index,
+        "trial": ref.trial,
+        "attempt": ref.attempt,
+    }
+    shown, cut, chars = cap_text(task.instruction)
+    await harbor.trajectory.record(
+        AgentAttemptStarted(
+            **ids,
+            agent=ref.agent,
+            model=ref.model if name in MODEL_AGENTS else None,
+            instruction=shown,
+            instruction_truncated=cut,
+            instruction_chars=chars,
+            tools=["exec", "upload", "download"],
+        )
+    )
+    began = time.monotonic()
+    session = _Session(harbor, box, ref, deadline=began + timeout_s)
+    config = BridgeConfig(
+        agent=name,
+        task_name=task.name,
+        instruction=task.instruction,
+        task_files={p: c.decode() for p, c in task.files.items() if not p.startswith("tests/")},
+        workdir=harbor.plans[task.name].workdir,
+        timeout_s=timeout_s,
+        model=_model(harbor, ref) if name in MODEL_AGENTS else None,
+    )
+    reason: AttemptEndReason = "done"
+    done: ChildDone | None = None
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            if name in MODEL_AGENTS:
+                await stack.enter_async_context(_tmux_server(box, timeout_s))
+            async with asyncio.timeout(timeout_s):
+                done = await session.run(config)
+    except TimeoutError:
+        reason = "wall_time"
+    ms = int((time.monotonic() - began) * 1000)
+    if done is None and reason != "wall_time":
+        detail = f"harbor's {name} agent exited without finishing: {session.stderr_tail()}"
+        await _ended(harbor, ids, "crashed", ms, detail)
+        raise PhaseError("agent_crashed", detail)
+    if done is not None and done.error is not None:
+        detail = f"harbor's {name} agent failed: {done.error}"
+        await _ended(harbor, ids, "crashed", ms, detail)
+        raise PhaseError("agent_error", detail)
+    spent = done or ChildDone()
+    await _ended(harbor, ids, reason, ms, None, spent)
+    return AttemptEnd(
+        reason=reason,
+        turns=0,
+        input_tokens=spent.input_tokens,
+        output_tokens=spent.output_tokens,
+        # The proxy bills the calls; Harbor's own estimate is not the platform's figure.
+        cost_micros=None,
+    )
+
+
+def _model(harbor: HarborAttempts, ref: AttemptRef) -> BridgeModel:
+    model = harbor.model
+    return BridgeModel(
+        name=f"openai/{model.model_id}",
+        api_base=model.proxy_url.rstrip("/") + "/v1",
+        api_key=model.proxy_key,
+        headers={"x-benchwright-task": str(ref.index), "x-benchwright-trial": str(ref.trial)},
+    )
+
+
+async def _ended(
+    harbor: HarborAttempts,
+    ids: dict[str, Any],
+    reason: AttemptEndReason,
+    ms: int,
+    detail: str | None,
+    spent: ChildDone | None = None,
+) -> None:
+    tokens: dict[str, Any] = {}
+    if spent is not None:
+        tokens = {
+            "input_tokens": spent.input_tokens,
+            "output_tokens": spent.output_tokens,
+            "tokens": spent.input_tokens + spent.output_tokens,
+        }
+    await harbor.trajectory.record(
+        AgentAttemptEnded(
+            **ids,
+            reason=reason,
+            turns=0,
+            duration_ms=ms,
+            detail=detail,
+            **tokens,
+        )
+    )
+
+
+@contextlib.asynccontextmanager
+async def _tmux_server(box: WorkspaceTaskSandbox, timeout_s: float) -> AsyncIterator[None]:
+    """A tmux server held for the agent's lifetime, its socket where every exec sees it."""
+    box.env = {**box.env, "TMUX_TMPDIR": TMUX_DIR}
+    server = asyncio.ensure_future(box.exec(["tmux", "-D"], timeout_s=timeout_s + 30))
+    try:
+        waited = time.monotonic() + TMUX_READY_S
+        while True:
+            ready = await box.exec(["tmux", "list-sessions"], timeout_s=TMUX_READY_S)
+            # Without a session the server answers "no sessions"; absent, "no server".
+            if ready.exit_code == 0 or "no sessions" in ready.stderr:
+                break
+            if server.done() or time.monotonic() > waited:
+                raise PhaseError("agent_crashed", f"no tmux server: {ready.stderr[-300:]}")
+            await asyncio.sleep(0.1)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await box.exec(["tmux", "kill-server"], timeout_s=TMUX_READY_S)
+        server.cancel()
+        with contextlib.suppress(BaseException):
+            await server
+
+
+class _Session:
+    """One child: its requests carried out in the sandbox, each recorded."""
+
+    def __init__(
+        self, harbor: HarborAttempts, box: WorkspaceTaskSandbox, ref: AttemptRef, deadline: float
+    ) -> None:
+        self.harbor, self.box, self.ref, self.deadline = harbor, box, ref, deadline
+        self.stderr: collections.deque[bytes] = collections.deque()
+        self.stderr_bytes = 0
+
+    def stderr_tail(self) -> str:
+        return b"".join(self.stderr)[-STDERR_KEEP:].decode(errors="replace").strip()[-2000:]
+
+    async def run(self, config: BridgeConfig) -> ChildDone | None:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            CHILD_MODULE,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_child_env(),
+            limit=LINE_LIMIT,
+        )
+        assert child.stdin and child.stdout and child.stderr
+        draining = asyncio.create_task(self._drain(child.stderr))
+        try:
+            child.stdin.write(config.model_dump_json().encode() + b"\n")
+            await child.stdin.drain()
+            while line := await child.stdout.readline():
+                said = read_child_line(line)
+                if isinstance(said, ChildDone):
+                    return said
+                reply = await self._carry_out(said)
+                child.stdin.write(reply.model_dump_json(exclude_none=True).encode() + b"\n")
+                await child.stdin.drain()
+            return None
+        except (ValueError, ConnectionError) as exc:  # a garbled line, a line past the cap
+            self.stderr.append(f"\n[bridge] {type(exc).__name__}: {exc}".encode())
+            return None
+        finally:
+            if child.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
+            await asyncio.shield(child.wait())
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(draining, EXIT_GRACE_S)
+
+    async def _drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(4096):
+            self.stderr.append(chunk)
+            self.stderr_bytes += len(chunk)
+            while self.stderr_bytes - len(self.stderr[0]) > STDERR_KEEP:
+                self.stderr_bytes -= len(self.stderr.popleft())
+
+    async def _carry_out(self, request: ChildRequest) -> ParentReply:
+        began = time.monotonic()
+        left = max(1.0, self.deadline - began)
+        do = {"exec": self._exec, "upload": self._upload, "download": self._download}
+        reply, shown = await do[request.op](request, left)
+        ms = int((time.monotonic() - began) * 1000)
+        await self._record(request, reply.exit_code or 0, shown, ms)
+        return reply
+
+    async def _exec(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        box = self.box
+        done = await self.harbor.ctx.work.exec_in(
+            box.sandbox_id,
+            ["bash", "-c", request.command or ""],
+            cwd=request.cwd,
+            env={**box.env, **(request.env or {})},
+            timeout_s=min(request.timeout_s or left, left),
+            network=box.network,
+        )
+        # What ``timeout`` returns: Harbor's agents read it as a command that ran too long.
+        code = 124 if done.timed_out else done.exit_code
+        reply = ParentReply(id=request.id, exit_code=code, stdout=done.stdout, stderr=done.stderr)
+        errors = f"\n[stderr]\n{done.stderr}" if done.stderr else ""
+        return reply, f"$ {request.command}\n{done.stdout}{errors}"
+
+    async def _upload(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        content = request.content_b64 or ""
+        size = len(base64.b64decode(content, validate=True))
+        done = await self._file_command(UPLOAD_SCRIPT, request, left, stdin=content)
+        reply = ParentReply(id=request.id, exit_code=done.exit_code)
+        if done.exit_code != 0:
+            reply.error = done.stderr.strip()[-300:] or "upload failed"
+        return reply, f"upload {request.path} ({size} bytes)"
+
+    async def _download(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
+        done = await self._file_command(DOWNLOAD_SCRIPT, request, left)
+        reply = ParentReply(id=request.id, exit_code=done.exit_code)
+        if done.exit_code == 0:
+            reply.content_b64 = done.stdout.strip()
+        else:
+            reply.error = done.stderr.strip()[-300:] or "download failed"
+            reply.errno = errno.ENOENT if "No such file" in done.stderr else errno.EIO
+        return reply, f"download {request.path}" + (f": {reply.error}" if reply.error else "")
+
+    async def _file_command(
+        self, script: str, request: ChildRequest, left: float, stdin: str | None = None
+    ) -> SandboxExecFinished:
+        return await self.harbor.ctx.work.exec_in(
+            self.box.sandbox_id,
+            ["sh", "-c", script, "sh", request.path or ""],
+            stdin=stdin,
+            env=dict(self.box.env),
+            timeout_s=min(FILE_TIMEOUT_S, left),
+            network=False,
+        )
+
+    async def _record(self, request: ChildRequest, code: int, shown: str, ms: int) -> None:
+        text, cut, chars = cap_text(shown)
+        ref = self.ref
+        await self.harbor.trajectory.record(
+            AgentToolResult(
+                task_id=ref.task_id,
+                index=ref.index,
+                trial=ref.trial,
+                attempt=ref.attempt,
+                turn=0,
+                call_id=f"{request.op}-{request.id}",
+                name=request.op,
+                exit_code=code,
+                is_error=code != 0,
+                output=text,
+                truncated=cut,
+                output_chars=chars,
+                duration_ms=ms,
+            )
+        )
+
+
+def _child_env() -> dict[str, str]:
+    """What the child inherits: enough to run Python, nothing else of ours."""
+    kept = {k: os.environ[k] for k in ("PATH", "PYTHONPATH", "HOME", "LANG") if k in os.environ}
+    return {**kept, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
