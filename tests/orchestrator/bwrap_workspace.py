@@ -41,8 +41,15 @@ class BwrapWorkspace(FakeWorkspace):
     objects: dict[str, bytes] = field(default_factory=dict)
 
     async def create_agentic_sandbox(
-        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+        self,
+        files: list[SandboxFile],
+        dirs: list[str],
+        *,
+        role: SandboxRole = "harbor_task_env",
+        image: str | None = None,
     ) -> str:
+        # No images here: the host's tree stands for every one (the test checks the ask).
+        self.images.append(image)
         sandbox_id = await self._new(role)
         root = Path(tempfile.mkdtemp(prefix=f"bw-{sandbox_id}-"))
         # The sandbox's own working directory, as the local backend's: /work inside.

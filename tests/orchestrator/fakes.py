@@ -140,6 +140,8 @@ class FakeWorkspace:
     create_delay_s: float = 0.0
     kill_delay_s: float = 0.0
     fail_create: bool = False
+    # The image each agentic sandbox was asked to start from (None: the backend's own).
+    images: list[str | None] = field(default_factory=list)
     # What ``keep_text`` put in the artifacts bucket, by object name.
     kept: dict[str, str] = field(default_factory=dict)
 
@@ -192,8 +194,14 @@ class FakeWorkspace:
         return name
 
     async def create_agentic_sandbox(
-        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+        self,
+        files: list[SandboxFile],
+        dirs: list[str],
+        *,
+        role: SandboxRole = "harbor_task_env",
+        image: str | None = None,
     ) -> str:
+        self.images.append(image)
         return await self._new(role)
 
     async def exec_in(

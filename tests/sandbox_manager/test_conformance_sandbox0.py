@@ -207,6 +207,18 @@ class TestSandbox0Backend(BackendConformance):
         # The root filesystem stays read-only: the volumes are the only new writable places.
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
+    async def test_a_tasks_own_image_is_the_pods(
+        self, backend: SandboxBackend, kube: FakeKube
+    ) -> None:
+        assert backend.runs_images
+        sandbox_id = f"sbx_{uuid.uuid4()}"
+        await backend.create(sandbox_id, dirs=["/app"], image="python:3.12-slim")
+        try:
+            (container,) = kube.pods[object_name(sandbox_id)]["spec"]["containers"]
+            assert container["image"] == "python:3.12-slim"
+        finally:
+            await backend.kill(sandbox_id)
+
     async def test_a_command_sees_nothing_of_the_container(
         self, backend: SandboxBackend, sandbox: str
     ) -> None:

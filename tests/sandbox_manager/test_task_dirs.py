@@ -306,6 +306,16 @@ async def test_bad_directories_and_paths_refuse_the_create(
 
 
 @pytest.mark.connected
+async def test_an_image_is_refused_where_images_do_not_run(sandboxes: SandboxService) -> None:
+    asked = _create(["/app"], {}).model_copy(update={"image": "ghcr.io/acme/task:1"})
+    refused = await sandboxes.send(asked)
+    assert isinstance(refused, SandboxCommandFailed), refused
+    assert refused.error_type == "image_unsupported"
+    assert "ghcr.io/acme/task:1" in refused.detail and "sandbox0" in refused.detail
+    assert list((sandboxes.service.manager.root / "local").iterdir()) == []
+
+
+@pytest.mark.connected
 async def test_an_unisolated_service_refuses_a_harbor_sandbox(
     nats_url: str, tmp_path: Path
 ) -> None:

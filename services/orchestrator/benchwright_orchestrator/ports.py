@@ -137,11 +137,17 @@ class Workspace(Protocol):
         ...
 
     async def create_agentic_sandbox(
-        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+        self,
+        files: list[SandboxFile],
+        dirs: list[str],
+        *,
+        role: SandboxRole = "harbor_task_env",
+        image: str | None = None,
     ) -> str:
         """A sandbox of a task's environment: nothing but ``files`` (absolute paths, each
         under one of ``dirs``, the writable places the task's scripts name); ``role``
-        ``harbor_task_env`` for an attempt, ``template_probe`` for a product's probe."""
+        ``harbor_task_env`` for an attempt, ``template_probe`` for a product's probe;
+        ``image``: the task's own container image (a backend that runs none refuses it)."""
         ...
 
     async def exec_in(

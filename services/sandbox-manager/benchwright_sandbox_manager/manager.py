@@ -89,6 +89,7 @@ REFUSAL_STATUS = {
     "snapshot_not_found": 404,
     "unsafe_path": 400,
     "unknown_backend": 400,
+    "image_unsupported": 400,
     "sandbox_killed": 409,
     "already_killed": 409,
     "not_held_here": 409,
@@ -248,6 +249,12 @@ class SandboxManager:
         dirs = sandbox_dirs(command.dirs)
         for file in command.files:
             sandbox_path(file.path, dirs)
+        if command.image and not backend.runs_images:
+            raise CommandRefused(
+                "image_unsupported",
+                f"the {backend.name} backend does not run container images "
+                f"({command.image!r}): a task's own image needs the sandbox0 backend",
+            )
         archive = await self._archive(command.from_snapshot) if command.from_snapshot else None
         metadata: dict[str, Any] = {
             "benchwright_role": command.role,
@@ -258,13 +265,15 @@ class SandboxManager:
             metadata["from_snapshot"] = command.from_snapshot
         if dirs:
             metadata["dirs"] = list(dirs)
+        if command.image:
+            metadata["image"] = command.image
         sandbox_id = self.app.sandbox_id_for(command.command_id)
         if await self.store.run(self.app.get, sandbox_id) is not None:
             return  # made by an earlier delivery of this command: its event answered
         with contextlib.suppress(Exception):
             await backend.kill(sandbox_id)  # what an earlier delivery here left half made
         # Refuses (isolation_unavailable, unsafe_path) before anything exists.
-        await backend.create(sandbox_id, dirs=dirs)
+        await backend.create(sandbox_id, dirs=dirs, image=command.image)
         try:
             metadata["isolation"] = backend.isolation
             if archive is not None:

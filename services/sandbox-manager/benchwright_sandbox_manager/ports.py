@@ -201,6 +201,8 @@ class SandboxBackend(Protocol):
     name: str
     # What a second of one sandbox costs on this backend, in micro-dollars.
     rate_micros_per_s: int
+    # Whether ``create`` starts a sandbox from a container image it is given.
+    runs_images: bool
 
     @property
     def isolation(self) -> str:
@@ -213,9 +215,13 @@ class SandboxBackend(Protocol):
     async def close(self) -> None:
         """Release what the backend holds (forwarders, scratch space); sandboxes stay."""
 
-    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
+    async def create(
+        self, sandbox_id: str, *, dirs: Sequence[str] = (), image: str | None = None
+    ) -> None:
         """Provision an empty sandbox; with ``dirs`` (checked by ``sandbox_dirs``), one
-        that also presents those absolute directories, empty, writable and its user's.
+        that also presents those absolute directories, empty, writable and its user's;
+        with ``image``, started from that container image (``runs_images`` backends
+        only: the manager refuses it for the others before asking).
 
         Raises ``IsolationUnavailableError`` when the backend cannot isolate it (or
         cannot present ``dirs``), ``UnsafePathError`` for a directory it cannot place.

@@ -35,6 +35,7 @@ from benchwright_shared.agentic.dockerfile import DockerfileError, parse_dockerf
 from benchwright_shared.agentic.environment import (
     EnvironmentPlan,
     environment_plan,
+    image_plan,
     kubernetes_image,
 )
 from benchwright_shared.agentic.product import PRODUCT_AGENT, ProductAgentArgs
@@ -71,6 +72,7 @@ __all__ = [
     "environment_plan",
     "files_from_rows",
     "host_allowed",
+    "image_plan",
     "is_agentic_row",
     "kubernetes_image",
     "load_dataset",

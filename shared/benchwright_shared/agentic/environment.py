@@ -377,6 +377,20 @@ def environment_plan(task: AgenticTask) -> EnvironmentPlan:
     )
 
 
+def image_plan(task: AgenticTask) -> EnvironmentPlan:
+    """The plan for a task that names its own image (``[environment] docker_image``):
+    the image is the environment, so nothing is laid in but Harbor's places; the
+    working directory is ``task.toml``'s, else ``/app``, Harbor's convention."""
+    image = kubernetes_image(task)
+    workdir = posixpath.normpath(posixpath.join("/app", task.config.environment.workdir or "."))
+    return EnvironmentPlan(
+        base=image,
+        workdir=workdir,
+        directories=(workdir,),
+        notes=(f"runs the task's own image {image}; its Dockerfile, if any, is not built",),
+    )
+
+
 def kubernetes_image(task: AgenticTask) -> str:
     """The image a Kubernetes pod runs the task in: ``[environment] docker_image``.
 

@@ -166,6 +166,10 @@ class CreateSandbox(Contract):
     # apart from each other and from the system's places; at most 16. Such a sandbox
     # cannot be snapshotted (its snapshot would miss them).
     dirs: list[str] = Field(default_factory=list)
+    # The container image to start from (a Harbor task's ``docker_image``): only a
+    # backend that runs images (sandbox0) takes one; the others refuse it
+    # (``image_unsupported``) before anything exists.
+    image: str | None = Field(default=None, max_length=512)
 
 
 class Egress(BaseModel):

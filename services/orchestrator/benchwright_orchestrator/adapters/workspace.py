@@ -236,9 +236,15 @@ class NatsWorkspace:
         return await self._create("task", files, snapshot)
 
     async def create_agentic_sandbox(
-        self, files: list[SandboxFile], dirs: list[str], *, role: SandboxRole = "harbor_task_env"
+        self,
+        files: list[SandboxFile],
+        dirs: list[str],
+        *,
+        role: SandboxRole = "harbor_task_env",
+        image: str | None = None,
     ) -> str:
-        reply = await self.request(self._create_command(role, files, None, dirs=dirs))
+        command = self._create_command(role, files, None, dirs=dirs)
+        reply = await self.request(command.model_copy(update={"image": image}))
         return self._recorded(reply)
 
     async def keep_text(self, text: str) -> str:

@@ -70,6 +70,7 @@ from benchwright_shared.agentic import (
     EnvironmentPlan,
     VerifierError,
     environment_plan,
+    image_plan,
     load_dataset,
     parse_reward,
 )
@@ -107,6 +108,9 @@ def harbor_dataset(ctx: PhaseContext) -> AgenticDataset:
 
 def _plan(task: AgenticTask) -> EnvironmentPlan:
     try:
+        # A task's own image is its environment (the gateway sends it to sandbox0 only).
+        if task.config.environment.docker_image:
+            return image_plan(task)
         return environment_plan(task)
     except Refused as exc:
         raise PhaseError("environment_refused", exc.detail or exc.title) from None
@@ -259,7 +263,10 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
     work = harbor.ctx.work
     # Harbor's "separate" verifier: a fresh sandbox, holding what the agent left.
     separate = task.config.verifier.environment_mode == "separate"
-    sandbox_id = await create_held(work, work.create_agentic_sandbox(files, sandbox_dirs(plan)))
+    image = task.config.environment.docker_image
+    sandbox_id = await create_held(
+        work, work.create_agentic_sandbox(files, sandbox_dirs(plan), image=image)
+    )
     try:
         network = _network(harbor, task, "agent")
         box = WorkspaceTaskSandbox(work, sandbox_id, env=dict(plan.env), network=network)
@@ -275,7 +282,7 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
         await kill_held(work, sandbox_id)
     if separate:
         fresh = await create_held(
-            work, work.create_agentic_sandbox([*files, carried], sandbox_dirs(plan))
+            work, work.create_agentic_sandbox([*files, carried], sandbox_dirs(plan), image=image)
         )
         try:
             await restore_final_state(work, fresh)

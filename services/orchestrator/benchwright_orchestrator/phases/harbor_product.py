@@ -138,7 +138,13 @@ async def _probe(
     cwd = args.cwd or plan.workdir
     wanted = list(dict.fromkeys([*args.executables, DRIVER_PYTHON]))
     sandbox_id = await create_held(
-        work, work.create_agentic_sandbox(files, sandbox_dirs(plan), role="template_probe")
+        work,
+        work.create_agentic_sandbox(
+            files,
+            sandbox_dirs(plan),
+            role="template_probe",
+            image=tasks[0].config.environment.docker_image,
+        ),
     )
     try:
         box = WorkspaceTaskSandbox(work, sandbox_id, env=dict(plan.env))

@@ -77,6 +77,7 @@ class LocalBackend:
     def __init__(self, root: Path, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.rate_micros_per_s = self.settings.sandbox_rate_local_micros
+        self.runs_images = False
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = SandboxLimits.from_settings(self.settings)
@@ -245,7 +246,9 @@ class LocalBackend:
             self._own(folder, sandbox_id, base=folder)
         self._procs[sandbox_id] = set()
 
-    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
+    async def create(
+        self, sandbox_id: str, *, dirs: Sequence[str] = (), image: str | None = None
+    ) -> None:
         await self.start()
         self._check_isolation()
         dirs = sandbox_dirs(dirs)

@@ -124,6 +124,7 @@ class E2BBackend:
     def __init__(self, root: Path, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.rate_micros_per_s = self.settings.sandbox_rate_e2b_micros
+        self.runs_images = False
         self.root = root
         self.limits = SandboxLimits.from_settings(self.settings)
         self._boxes: dict[str, _Box] = {}
@@ -181,7 +182,9 @@ class E2BBackend:
         return network
 
     # -- sandboxes ----------------------------------------------------------------
-    async def create(self, sandbox_id: str, *, dirs: Sequence[str] = ()) -> None:
+    async def create(
+        self, sandbox_id: str, *, dirs: Sequence[str] = (), image: str | None = None
+    ) -> None:
         self._check()
         dirs = sandbox_dirs(dirs)
         e2b = _sdk()

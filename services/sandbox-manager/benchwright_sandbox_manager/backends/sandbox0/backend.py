@@ -106,6 +106,8 @@ class Sandbox0Backend:
     def __init__(self, root: Path, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.rate_micros_per_s = self.settings.sandbox_rate_sandbox0_micros
+        # A pod runs any image that has a python3 for the launcher (3.8 or later).
+        self.runs_images = True
         # Scratch space for snapshots on their way from a pod to their archive.
         self.root = root
         self.namespace = self.settings.kube_namespace
@@ -170,10 +172,16 @@ class Sandbox0Backend:
 
     # -- create and kill --------------------------------------------------------------
     async def create(
-        self, sandbox_id: str, role: str | None = None, *, dirs: Sequence[str] = ()
+        self,
+        sandbox_id: str,
+        role: str | None = None,
+        *,
+        dirs: Sequence[str] = (),
+        image: str | None = None,
     ) -> None:
         """A NetworkPolicy, then the pod it covers from its first moment; returns once
-        the pod runs. ``role`` (when known) becomes a label; each of ``dirs`` a volume."""
+        the pod runs. ``role`` (when known) becomes a label; each of ``dirs`` a volume;
+        ``image`` (a task's own) replaces the deployment's sandbox image."""
         dirs = sandbox_dirs(dirs)
         cluster = await self._api()
         name = object_name(sandbox_id)
@@ -186,7 +194,7 @@ class Sandbox0Backend:
             namespace=self.namespace,
             sandbox_id=sandbox_id,
             role=role,
-            image=self.settings.kube_image,
+            image=image or self.settings.kube_image,
             limits=self.limits,
             uid=sandbox_uid(sandbox_id, self.settings.sandbox_uid_base),
             host_aliases=aliases,
