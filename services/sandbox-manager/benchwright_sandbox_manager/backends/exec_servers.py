@@ -31,15 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from benchwright_sandbox_manager.backends.isolation import Bubblewrap
-from benchwright_sandbox_manager.backends.processes import (
-    DiskWatch,
-    feed,
-    kill_group,
-    ms_since,
-    read_head,
-    read_tail,
-)
-from benchwright_sandbox_manager.ports import ExecResult, SandboxLimits
+from benchwright_sandbox_manager.backends.processes import DiskWatch, kill_group, ms_since
+from benchwright_sandbox_manager.ports import OUTPUT_LIMIT_BYTES, ExecResult, SandboxLimits
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +43,9 @@ STOP_TIMEOUT_S = 5.0
 # After a command ends (or is killed), how long its output pipes may take to close.
 DRAIN_GRACE_S = 2.0
 KILLED = -signal.SIGKILL
+CHUNK = 1 << 16
+# The shepherd's answer: one short JSON line.
+ANSWER_LIMIT_BYTES = 4096
 STOP = b"k"
 
 
@@ -261,58 +257,47 @@ async def _follow(
     quota_dir: Path,
     disk_mb: int,
 ) -> ExecResult:
-    """Read the command's output and answer until it ends, is stopped, or its server goes."""
-    transports: list[asyncio.BaseTransport] = []
-    out, err = bytearray(), bytearray()
-    try:
-        out_reader = await _read_pipe(ours[0], transports)
-        err_reader = await _read_pipe(ours[1], transports)
-        io_tasks = [
-            asyncio.create_task(read_head(out_reader, out)),
-            asyncio.create_task(read_tail(err_reader, err)),
-        ]
-        if stdin is not None:
-            writer = await _write_pipe(ours[2], transports)
-            io_tasks.append(asyncio.create_task(feed(writer, stdin)))
-    except BaseException:
-        for transport in transports:
-            transport.close()
-        reply.close()
-        raise
-    answers, asks = await asyncio.open_unix_connection(sock=reply)
+    """Read the command's output and answer until it ends, is stopped, or its server goes.
+
+    The pipes and the reply socket are read by the event loop's reader callbacks, not
+    by tasks over transports: nothing to set up with an ``await``, so a busy loop
+    (the embedded platform runs every service on one) adds no round to a command.
+    """
+    loop = asyncio.get_running_loop()
+    reply.setblocking(False)
+    out = _Drain(loop, ours[0], OUTPUT_LIMIT_BYTES, keep="head")
+    err = _Drain(loop, ours[1], OUTPUT_LIMIT_BYTES, keep="tail")
+    answer = _Drain(loop, os.dup(reply.fileno()), ANSWER_LIMIT_BYTES, keep="head")
+    feeder = _Feed(loop, ours[2], stdin) if stdin is not None else None
     running = True
 
     def stop() -> None:
-        with contextlib.suppress(OSError, RuntimeError):
-            asks.write(STOP)
+        with contextlib.suppress(OSError):
+            reply.send(STOP)
 
     disk = DiskWatch(None, quota_dir, disk_mb, running=lambda: running, kill=stop)
-    timed_out, code = False, None
+    timed_out = False
     try:
-        with contextlib.suppress(TimeoutError, ConnectionError):
-            async with asyncio.timeout(timeout_s):
-                code = _exit_code(await answers.readline())
-        if code is None and not disk.breached and not answers.at_eof():
+        await asyncio.wait([answer.done], timeout=timeout_s)
+        if not answer.done.done() and not disk.breached:
             timed_out = True
             stop()
-        if code is None:
-            try:
-                async with asyncio.timeout(STOP_TIMEOUT_S):
-                    with contextlib.suppress(ConnectionError):
-                        await answers.read()  # the shepherd closes it once all is dead
-            except TimeoutError:
+        if not answer.done.done():
+            await asyncio.wait([answer.done], timeout=STOP_TIMEOUT_S)  # closed once all is dead
+            if not answer.done.done():
                 log.warning("a shepherd did not stop its command; ending its exec server")
                 await server.stop(bubblewrap)
+        await asyncio.wait([out.done, err.done], timeout=DRAIN_GRACE_S)
     finally:
         running = False
         disk.stop()
-        asks.close()
-        _, pending = await asyncio.wait(io_tasks, timeout=DRAIN_GRACE_S)
-        for task in pending:
-            task.cancel()
-        for transport in transports:
-            transport.close()
-    stderr = err.decode(errors="replace")
+        for drain in (out, err, answer):
+            drain.close()
+        if feeder is not None:
+            feeder.close()
+        reply.close()
+    code = _exit_code(bytes(answer.data).partition(b"\n")[0])
+    stderr = err.data.decode(errors="replace")
     if disk.breached:
         stderr += f"\n[sandbox] {disk.message}\n"
     elif code is None and not timed_out:
@@ -320,11 +305,80 @@ async def _follow(
         stderr += "\n[sandbox] the sandbox's exec server ended during the command\n"
     return ExecResult(
         exit_code=KILLED if code is None else code,
-        stdout=out.decode(errors="replace"),
+        stdout=out.data.decode(errors="replace"),
         stderr=stderr,
         timed_out=timed_out,
         duration_ms=ms_since(started),
     )
+
+
+class _Drain:
+    """Reads one descriptor to its end from the loop's reader callback; keeps the first
+    (``head``) or last (``tail``) ``limit`` bytes and drains the rest, so the writer
+    never blocks. ``done`` is set at the end (or on ``close``)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, limit: int, keep: str) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.limit = limit
+        self.tail = keep == "tail"
+        self.data = bytearray()
+        self.done: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:  # a reset reply socket: its shepherd is gone
+            chunk = b""
+        if not chunk:
+            self.close()
+        elif self.tail:
+            self.data += chunk
+            if len(self.data) > self.limit:
+                del self.data[: len(self.data) - self.limit]
+        elif (room := self.limit - len(self.data)) > 0:
+            self.data += chunk[:room]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class _Feed:
+    """Writes ``data`` to the command's stdin as it takes it, then closes it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.rest = memoryview(data)
+        os.set_blocking(fd, False)
+        self._write()
+        if self.fd >= 0:
+            loop.add_writer(fd, self._write)
+
+    def _write(self) -> None:
+        try:
+            while self.rest:
+                self.rest = self.rest[os.write(self.fd, self.rest[:CHUNK]) :]
+        except BlockingIOError:
+            return
+        except OSError:  # the command closed its stdin, or ended
+            pass
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.loop.remove_writer(self.fd)
+            os.close(self.fd)
+            self.fd = -1
 
 
 async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
@@ -348,21 +402,3 @@ def _exit_code(line: bytes) -> int | None:
     except (ValueError, KeyError, TypeError):
         return None
     return code if isinstance(code, int) else None
-
-
-async def _read_pipe(fd: int, transports: list[asyncio.BaseTransport]) -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**24)
-    pipe = os.fdopen(fd, "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    transports.append(transport)
-    return reader
-
-
-async def _write_pipe(fd: int, transports: list[asyncio.BaseTransport]) -> asyncio.StreamWriter:
-    loop = asyncio.get_running_loop()
-    pipe = os.fdopen(fd, "wb", buffering=0)
-    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
-    transport, _ = await loop.connect_write_pipe(lambda: protocol, pipe)
-    transports.append(transport)
-    return asyncio.StreamWriter(transport, protocol, None, loop)
