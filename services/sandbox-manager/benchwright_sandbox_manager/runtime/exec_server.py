@@ -55,9 +55,11 @@ def _drop_privileges(uid: int, gid: int) -> None:
     os.setuid(uid)  # from root: every capability goes with it
 
 
+_libc = ctypes.CDLL(None, use_errno=True)  # once: each shepherd inherits it loaded
+
+
 def _prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
