@@ -102,6 +102,23 @@ async def test_commands_run_side_by_side(backend: LocalBackend) -> None:
     assert time.monotonic() - started < 3.5  # not one after the other
 
 
+async def test_a_command_that_kills_its_shepherd_leaves_nothing_behind(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    """The command runs as the sandbox's uid, as its shepherd does: it may kill it."""
+    await run(backend, "true")
+    servers = server_pids(tmp_path)
+    mark = marker()
+    started = time.monotonic()
+    result = await run(backend, f"sleep {mark} & kill -9 $PPID; wait", timeout_s=60)
+    assert result.exit_code == -9 and not result.timed_out and "shepherd" in result.stderr
+    assert time.monotonic() - started < 10
+    assert await gone(f"sleep {mark}")
+    again = await run(backend, "echo still")
+    assert (again.exit_code, again.stdout) == (0, "still\n")
+    assert server_pids(tmp_path) == servers  # the server itself went on
+
+
 async def test_a_server_killed_mid_command_ends_it_and_is_started_again(
     backend: LocalBackend, tmp_path: Path
 ) -> None:

@@ -43,6 +43,9 @@ STOP_TIMEOUT_S = 5.0
 # After a command ends (or is killed), how long its output pipes may take to close.
 DRAIN_GRACE_S = 2.0
 KILLED = -signal.SIGKILL
+# A command's answer went missing: how long to watch whether its server is dying.
+OUTLIVE_WAIT_S = 0.5
+OUTLIVE_POLL_S = 0.01
 CHUNK = 1 << 16
 # The shepherd's answer: one short JSON line.
 ANSWER_LIMIT_BYTES = 4096
@@ -301,8 +304,13 @@ async def _follow(
     if disk.breached:
         stderr += f"\n[sandbox] {disk.message}\n"
     elif code is None and not timed_out:
-        server.broken = True
-        stderr += "\n[sandbox] the sandbox's exec server ended during the command\n"
+        if await _outlives(server, bubblewrap):
+            # Its shepherd alone failed (it kills what it ran before it goes): the
+            # server and the sandbox's other commands go on.
+            stderr += "\n[sandbox] the command's shepherd ended without its exit code\n"
+        else:
+            server.broken = True
+            stderr += "\n[sandbox] the sandbox's exec server ended during the command\n"
     return ExecResult(
         exit_code=KILLED if code is None else code,
         stdout=out.data.decode(errors="replace"),
@@ -310,6 +318,17 @@ async def _follow(
         timed_out=timed_out,
         duration_ms=ms_since(started),
     )
+
+
+async def _outlives(server: ExecServer, bubblewrap: Bubblewrap) -> bool:
+    """Whether the server still runs a moment after a command's answer went missing: a
+    server killed as its sandbox's PID 1 takes a moment to die (the kernel ends every
+    other process of the namespace first), so a first look could see it alive."""
+    for _ in range(int(OUTLIVE_WAIT_S / OUTLIVE_POLL_S)):
+        if not (server.alive and bubblewrap.init_alive(server.proc)):
+            return False
+        await asyncio.sleep(OUTLIVE_POLL_S)
+    return server.alive and bubblewrap.init_alive(server.proc)
 
 
 class _Drain:

@@ -288,6 +288,11 @@ class Bubblewrap:
             self._init_pids[proc.pid] = pid
         return pid
 
+    def init_alive(self, proc: asyncio.subprocess.Process) -> bool:
+        """Whether the sandbox's init still runs (unknown counts as not)."""
+        pid = self.init_pid(proc)
+        return pid is not None and _alive(pid)
+
     async def settle(self, proc: asyncio.subprocess.Process) -> None:
         """Wait, after bubblewrap ended, until the sandbox's PID namespace is gone.
 

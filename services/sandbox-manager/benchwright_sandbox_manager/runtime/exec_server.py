@@ -23,8 +23,10 @@ server forks a shepherd and goes back to listening. The shepherd:
 4. kills every process below itself, then writes ``{"exit_code": n}`` (128 + the
    signal that ended it, as bubblewrap reports one) and ends.
 
-The server ends when the control socket closes; as PID 1, everything in the sandbox
-goes with it.
+When a shepherd ends, the server kills whatever no live shepherd accounts for: a
+command (the sandbox's uid, as its shepherd) that killed its shepherd leaves nothing
+behind either. The server ends when the control socket closes; as PID 1, everything
+in the sandbox goes with it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ import socket
 import sys
 from typing import Any
 
-from benchwright_sandbox_manager.runtime.command_limits import kill_tree, reap, set_limits
+from benchwright_sandbox_manager.runtime.command_limits import (
+    kill_tree,
+    parents,
+    reap,
+    set_limits,
+)
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -118,11 +125,58 @@ def _shepherd(request: dict[str, Any], reply: socket.socket, stdio: list[int]) -
             reply.sendall(json.dumps({"exit_code": code}).encode() + b"\n")
 
 
+def _sweep(shepherds: set[int]) -> None:
+    """Kill every process no live shepherd accounts for.
+
+    A command runs as the sandbox's uid, as its shepherd does, so it may kill its
+    shepherd; what it started then falls to PID 1, this server. Any process whose
+    line of parents reaches the server without passing a live shepherd is such an
+    orphan, and goes.
+    """
+    me = os.getpid()
+    tree = parents()
+    for pid in tree:
+        above = pid
+        while above not in shepherds and above != me and above in tree:
+            above = tree[above]
+        if above == me and pid != me:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _fork_shepherd(message: bytes, fds: list[int], control: socket.socket) -> int:
+    shepherd = os.fork()
+    if shepherd == 0:
+        code = 0
+        try:
+            control.close()
+            reply = socket.socket(fileno=fds[0])
+            _shepherd(json.loads(message), reply, fds[1:])
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return shepherd
+
+
 def serve(control: socket.socket) -> None:
-    """Fork a shepherd per request until the manager closes the control socket."""
+    """Fork a shepherd per request until the manager closes the control socket; when
+    a shepherd ends, sweep what it may have left (``_sweep``)."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # shepherds are reaped by the kernel
     control.sendall(b"ready")
+    live: dict[int, int] = {}  # a shepherd's pidfd -> its pid
     while True:
+        ready, _, _ = select.select([control.fileno(), *live], [], [])
+        ended = [fd for fd in ready if fd in live]
+        for fd in ended:
+            os.close(fd)
+            del live[fd]
+        if ended:
+            _sweep(set(live.values()))
+        if control.fileno() not in ready:
+            continue
         try:
             message, fds, _, _ = socket.recv_fds(control, REQUEST_MAX_BYTES, FDS_PER_REQUEST)
         except InterruptedError:
@@ -133,19 +187,11 @@ def serve(control: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        shepherd = os.fork()
-        if shepherd == 0:
-            code = 0
-            try:
-                control.close()
-                reply = socket.socket(fileno=fds[0])
-                _shepherd(json.loads(message), reply, fds[1:])
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
+        shepherd = _fork_shepherd(message, fds, control)
+        try:
+            live[os.pidfd_open(shepherd)] = shepherd
+        except ProcessLookupError:  # over and reaped already
+            _sweep(set(live.values()))
 
 
 def main() -> None:
