@@ -124,8 +124,12 @@ class Settings(BaseSettings):
     sandbox_max_procs: int = 256
     # What a sandbox's own directory may hold; a command past it is killed.
     sandbox_disk_mb: int = 4096
-    # The in-memory /tmp (and /dev/shm) each command gets.
+    # The in-memory /tmp (and /dev/shm) each command gets; a sandbox's exec server
+    # holds one for all the commands it runs.
     sandbox_tmp_mb: int = 256
+    # ExecInSandbox commands run through one exec server per sandbox, started on its
+    # first command, rather than a bubblewrap each (docs/decisions/0051).
+    sandbox_exec_server: bool = True
     # Run scorers WITHOUT isolation when bubblewrap or namespaces are unavailable.
     # Only for code you trust: the scorer can read what the service's user can.
     sandbox_unisolated: bool = False

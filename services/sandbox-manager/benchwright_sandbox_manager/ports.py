@@ -69,6 +69,15 @@ class SandboxLimits:
             tmp_mb=settings.sandbox_tmp_mb,
         )
 
+    def for_command(self) -> dict[str, int]:
+        """The rlimits a launcher lowers before the command (``command_limits.set_limits``)."""
+        return {
+            "cpu_seconds": self.cpu_seconds,
+            "memory_mb": self.memory_mb,
+            "file_size_mb": self.file_size_mb,
+            "max_procs": self.max_procs,
+        }
+
 
 def safe_relative_path(path: str) -> str:
     """``path`` as a plain relative POSIX path, or ``UnsafePathError``.

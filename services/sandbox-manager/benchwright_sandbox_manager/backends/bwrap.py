@@ -196,13 +196,22 @@ class Layout:
     dirs: tuple[tuple[str, Path], ...] = ()
 
     def argv(
-        self, config: Mapping[str, object], command: Sequence[str], info_fd: int | None = None
+        self,
+        config: Mapping[str, object],
+        command: Sequence[str],
+        info_fd: int | None = None,
+        *,
+        as_pid_1: bool = False,
     ) -> list[str]:
         """bubblewrap's command line: the sandbox, then the launcher, then ``command``.
 
-        ``info_fd`` receives bubblewrap's JSON about the sandbox (its init's pid).
+        ``info_fd`` receives bubblewrap's JSON about the sandbox (its init's pid);
+        ``as_pid_1``: the launcher is the sandbox's PID 1 (the exec server, which
+        reaps and outlives what it starts), not a child of bubblewrap's own init.
         """
         args = [self.bwrap, "--die-with-parent", "--new-session"]
+        if as_pid_1:
+            args += ["--as-pid-1"]
         if info_fd is not None:
             args += ["--info-fd", str(info_fd)]
         if self.privileged:

@@ -17,7 +17,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from benchwright_sandbox_manager.backends import bwrap
-from benchwright_sandbox_manager.backends.forwarding import HostForwarders, plan_network
+from benchwright_sandbox_manager.backends.forwarding import (
+    HostForwarders,
+    NetworkPlan,
+    plan_network,
+)
 from benchwright_sandbox_manager.ports import BackendError, SandboxLimits
 from benchwright_sandbox_manager.runtime import launcher_source
 from benchwright_shared.process import die_with_parent
@@ -27,6 +31,10 @@ LAUNCHER = Path(__file__).resolve().parent.parent / "runtime" / "sandbox_init.py
 # What bubblewrap mounts as the sandbox's init: one file, ``command_limits`` inlined.
 LAUNCHER_SOURCE = launcher_source(LAUNCHER)
 LAUNCHER_FILE = "init.py"
+# A task sandbox's exec server, mounted the same way in its place (docs/decisions/0051).
+SERVER = LAUNCHER.parent / "exec_server.py"
+SERVER_SOURCE = launcher_source(SERVER)
+SERVER_FILE = "exec_server.py"
 # A command's environment travels through a pipe; it must fit the pipe's buffer.
 ENV_LIMIT_BYTES = 60_000
 HELP_TIMEOUT_S = 10.0
@@ -51,6 +59,8 @@ class Bubblewrap:
         self._private_root: Path | None = None
         # bubblewrap's pid -> the pipe its --info-fd JSON arrives on.
         self._info: dict[int, int] = {}
+        # bubblewrap's pid -> its sandbox's init's, once read from that pipe.
+        self._init_pids: dict[int, int] = {}
 
     @property
     def mode(self) -> str:
@@ -86,10 +96,62 @@ class Bubblewrap:
             # Removed by ``close``, or when this object goes, or at exit: whichever is first.
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._private_root, True)
             # Beside the sandboxes' own directories: what each mounts, read-only, as its init.
-            launcher = self._private_root / LAUNCHER_FILE
-            launcher.write_text(LAUNCHER_SOURCE)
-            launcher.chmod(0o444)
+            for name, source in ((LAUNCHER_FILE, LAUNCHER_SOURCE), (SERVER_FILE, SERVER_SOURCE)):
+                launcher = self._private_root / name
+                launcher.write_text(source)
+                launcher.chmod(0o444)
         return self._private_root / sandbox_id
+
+    def _layout(
+        self,
+        sandbox_id: str,
+        workdir: Path,
+        tmp_mb: int,
+        dirs: Mapping[str, Path] | None,
+        launcher: str,
+    ) -> bwrap.Layout:
+        private = self._private(sandbox_id)
+        return bwrap.Layout(
+            bwrap=self.path,
+            features=self.features,
+            privileged=self.privileged,
+            runtime=self.runtime,
+            launcher=private.parent / launcher,
+            workdir=workdir,
+            private=private,
+            tmp_mb=tmp_mb,
+            dirs=tuple(sorted((dirs or {}).items())),
+        )
+
+    def _sandbox_uid(self, sandbox_id: str) -> int:
+        return self.uid(sandbox_id) if self.privileged else bwrap.USERNS_ID
+
+    def command_env(self, env: Mapping[str, str], plan_env: Mapping[str, str]) -> dict[str, str]:
+        """What a command's environment is inside: the sandbox's own, then ``plan_env``
+        (the network plan's), then nothing else; ``env`` is not in it (``plan_env`` is
+        built from it by ``plan_network``)."""
+        return {
+            **self.base_env,
+            "PATH": self.runtime.path_env(),
+            "HOME": bwrap.SANDBOX_WORKDIR,
+            # The runtime (bench_task, bench_runner) sits at the top of the sandbox.
+            "PYTHONPATH": f"{bwrap.SANDBOX_WORKDIR}:{bwrap.SCORER_SITE}",
+            # What bench_runner (started with -E, so blind to PYTHONPATH) adds.
+            "BW_SCORER_PATH": bwrap.SCORER_SITE,
+            # Where a harness runner (bench_inspect) finds its libraries, when mounted.
+            **({"BW_HARNESS_PATH": bwrap.HARNESS_SITE} if self.runtime.harness else {}),
+            **plan_env,
+        }
+
+    def served_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """A command's whole environment, for the exec server (no network plan to add)."""
+        whole = self.command_env(env, env)
+        if len(json.dumps(whole).encode()) > ENV_LIMIT_BYTES:
+            raise BackendError(f"the command's environment passes {ENV_LIMIT_BYTES} bytes")
+        return whole
+
+    def plan(self, env: Mapping[str, str]) -> NetworkPlan:
+        return plan_network(env, self.settings.egress_proxy_url)
 
     async def spawn(
         self,
@@ -110,39 +172,17 @@ class Bubblewrap:
         there once it is the sandbox's user; None: ``/work``).
         """
         private = self._private(sandbox_id)
-        plan = plan_network(env, self.settings.egress_proxy_url)
-        uid = self.uid(sandbox_id) if self.privileged else bwrap.USERNS_ID
+        plan = self.plan(env)
+        uid = self._sandbox_uid(sandbox_id)
         await asyncio.to_thread(bwrap.write_identity, private, uid, plan.names)
         forwards = []
         for forward in plan.forwards:
             name = await self._forwarders.socket_for(sandbox_id, private / "net", forward.target)
             forwards.append({"port": forward.port, "socket": f"{bwrap.SANDBOX_NET}/{name}"})
-        sandbox_env = {
-            **self.base_env,
-            "PATH": self.runtime.path_env(),
-            "HOME": bwrap.SANDBOX_WORKDIR,
-            # The runtime (bench_task, bench_runner) sits at the top of the sandbox.
-            "PYTHONPATH": f"{bwrap.SANDBOX_WORKDIR}:{bwrap.SCORER_SITE}",
-            # What bench_runner (started with -E, so blind to PYTHONPATH) adds.
-            "BW_SCORER_PATH": bwrap.SCORER_SITE,
-            # Where a harness runner (bench_inspect) finds its libraries, when mounted.
-            **({"BW_HARNESS_PATH": bwrap.HARNESS_SITE} if self.runtime.harness else {}),
-            **plan.env,
-        }
-        env_bytes = json.dumps(sandbox_env).encode()
+        env_bytes = json.dumps(self.command_env(env, plan.env)).encode()
         if len(env_bytes) > ENV_LIMIT_BYTES:
             raise BackendError(f"the command's environment passes {ENV_LIMIT_BYTES} bytes")
-        layout = bwrap.Layout(
-            bwrap=self.path,
-            features=self.features,
-            privileged=self.privileged,
-            runtime=self.runtime,
-            launcher=private.parent / LAUNCHER_FILE,
-            workdir=workdir,
-            private=private,
-            tmp_mb=limits.tmp_mb,
-            dirs=tuple(sorted((dirs or {}).items())),
-        )
+        layout = self._layout(sandbox_id, workdir, limits.tmp_mb, dirs, LAUNCHER_FILE)
         env_read, env_write = os.pipe()
         info_read, info_write = os.pipe()
         os.set_blocking(info_read, False)
@@ -150,12 +190,7 @@ class Bubblewrap:
             "env_fd": env_read,
             "uid": uid if self.privileged else None,
             "gid": uid if self.privileged else None,
-            "limits": {
-                "cpu_seconds": limits.cpu_seconds,
-                "memory_mb": limits.memory_mb,
-                "file_size_mb": limits.file_size_mb,
-                "max_procs": limits.max_procs,
-            },
+            "limits": limits.for_command(),
             "forwards": forwards,
             "cwd": cwd,
         }
@@ -164,16 +199,8 @@ class Bubblewrap:
                 os.write(env_write, env_bytes)
             finally:
                 os.close(env_write)
-            proc = await asyncio.create_subprocess_exec(
-                *layout.argv(config, argv, info_write),
-                env={},  # bubblewrap's own; the command's comes through the pipe
-                pass_fds=(env_read, info_write),
-                preexec_fn=die_with_parent,
-                stdin=stdin,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # bubblewrap's group: killing it ends the sandbox
-                limit=2**24,
+            proc = await self._bubblewrap(
+                layout.argv(config, argv, info_write), (env_read, info_write), stdin
             )
         except BaseException:
             os.close(info_read)
@@ -184,15 +211,72 @@ class Bubblewrap:
         self._info[proc.pid] = info_read
         return proc
 
-    async def settle(self, proc: asyncio.subprocess.Process) -> None:
-        """Wait, after bubblewrap ended, until the sandbox's PID namespace is gone.
+    async def spawn_server(
+        self,
+        sandbox_id: str,
+        workdir: Path,
+        *,
+        tmp_mb: int,
+        dirs: Mapping[str, Path] | None,
+        control_fd: int,
+    ) -> asyncio.subprocess.Process:
+        """Start the sandbox's exec server (``runtime/exec_server.py``) as its PID 1.
 
-        bubblewrap may exit as soon as the command does, a moment before the
-        sandbox's init has killed what the command left behind.
+        The same layout as a command's, with no network forwarder and the sandbox's own
+        ``hosts`` (``localhost`` alone): an exec that needs either takes ``spawn``.
         """
+        private = self._private(sandbox_id)
+        uid = self._sandbox_uid(sandbox_id)
+        await asyncio.to_thread(bwrap.write_identity, private, uid, ())
+        layout = self._layout(sandbox_id, workdir, tmp_mb, dirs, SERVER_FILE)
+        info_read, info_write = os.pipe()
+        os.set_blocking(info_read, False)
+        config = {
+            "control_fd": control_fd,
+            "uid": uid if self.privileged else None,
+            "gid": uid if self.privileged else None,
+        }
+        try:
+            proc = await self._bubblewrap(
+                layout.argv(config, [], info_write, as_pid_1=True),
+                (control_fd, info_write),
+                asyncio.subprocess.DEVNULL,
+                output=asyncio.subprocess.DEVNULL,
+            )
+        except BaseException:
+            os.close(info_read)
+            raise
+        finally:
+            os.close(info_write)
+        self._info[proc.pid] = info_read
+        return proc
+
+    async def _bubblewrap(
+        self,
+        argv: Sequence[str],
+        pass_fds: Sequence[int],
+        stdin: int,
+        output: int = asyncio.subprocess.PIPE,
+    ) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            env={},  # bubblewrap's own; the command's comes through a pipe or a socket
+            pass_fds=pass_fds,
+            preexec_fn=die_with_parent,
+            stdin=stdin,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,  # bubblewrap's group: killing it ends the sandbox
+            limit=2**24,
+        )
+
+    def init_pid(self, proc: asyncio.subprocess.Process) -> int | None:
+        """The host's pid of the sandbox's init (its PID 1), once bubblewrap has said it."""
+        if proc.pid in self._init_pids:
+            return self._init_pids[proc.pid]
         fd = self._info.pop(proc.pid, None)
         if fd is None:
-            return
+            return None
         try:
             info = os.read(fd, 4096)
         except BlockingIOError:
@@ -200,6 +284,23 @@ class Bubblewrap:
         finally:
             os.close(fd)
         pid = bwrap.sandbox_init_pid(info)
+        if pid is not None:
+            self._init_pids[proc.pid] = pid
+        return pid
+
+    def init_alive(self, proc: asyncio.subprocess.Process) -> bool:
+        """Whether the sandbox's init still runs (unknown counts as not)."""
+        pid = self.init_pid(proc)
+        return pid is not None and _alive(pid)
+
+    async def settle(self, proc: asyncio.subprocess.Process) -> None:
+        """Wait, after bubblewrap ended, until the sandbox's PID namespace is gone.
+
+        bubblewrap may exit as soon as the command does, a moment before the
+        sandbox's init has killed what the command left behind.
+        """
+        pid = self.init_pid(proc)
+        self._init_pids.pop(proc.pid, None)
         if pid is None:
             return
         for _ in range(int(SETTLE_TIMEOUT_S / SETTLE_POLL_S)):

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from benchwright_sandbox_manager.backends import bwrap
+from benchwright_sandbox_manager.backends.exec_servers import ExecServers, ServerUnavailable
 from benchwright_sandbox_manager.backends.isolation import Bubblewrap
 from benchwright_sandbox_manager.backends.processes import (
     DiskWatch,
@@ -82,6 +83,8 @@ class LocalBackend:
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = SandboxLimits.from_settings(self.settings)
         self.bubblewrap = Bubblewrap(self.settings, BASE_ENV)
+        # Each task sandbox's exec server, started on its first command (decision 0051).
+        self._servers = ExecServers(self.bubblewrap)
         self._procs: dict[str, set[asyncio.subprocess.Process]] = {}
         # Each sandbox's absolute directories (``CreateSandbox.dirs``), as created.
         self._dirs: dict[str, tuple[str, ...]] = {}
@@ -238,6 +241,7 @@ class LocalBackend:
     # -- files --------------------------------------------------------------------
     async def _make(self, sandbox_id: str, dirs: Sequence[str] = ()) -> None:
         self._killed.discard(sandbox_id)
+        self._servers.forget(sandbox_id)
         self._dirs[sandbox_id] = tuple(dirs)
         await asyncio.to_thread(self._dir(sandbox_id).mkdir, parents=True)
         folders = [self.workdir(sandbox_id), *self.dir_mounts(sandbox_id).values()]
@@ -304,8 +308,7 @@ class LocalBackend:
     ) -> asyncio.subprocess.Process:
         """Start ``argv``; ``cwd`` as ``_command_dir`` gives it."""
         workdir = self._live_dir(sandbox_id)
-        python = self.bubblewrap.runtime.executable if isolated else sys.executable
-        command = [python if argv[0] in PYTHON_NAMES else argv[0], *argv[1:]]
+        command = self._resolve(argv, isolated=isolated)
         if not isolated:
             proc = await asyncio.create_subprocess_exec(
                 *command,
@@ -339,6 +342,11 @@ class LocalBackend:
         if sandbox_id in self._killed:
             kill_group(proc)
         return proc
+
+    def _resolve(self, argv: Sequence[str], *, isolated: bool) -> list[str]:
+        """``argv`` with ``python`` the sandbox's own interpreter."""
+        python = self.bubblewrap.runtime.executable if isolated else sys.executable
+        return [python if argv[0] in PYTHON_NAMES else argv[0], *argv[1:]]
 
     async def _start_command(
         self,
@@ -412,16 +420,45 @@ class LocalBackend:
         """
         await self.start()
         self._check_isolation()
+        limits = limits or self.limits
+        command_dir = self._command_dir(sandbox_id, cwd)
+        if self._served(env, limits):
+            try:
+                return await self._servers.run(
+                    sandbox_id,
+                    workdir=self._live_dir(sandbox_id),
+                    dirs=self.dir_mounts(sandbox_id),
+                    argv=self._resolve(argv, isolated=True),
+                    env=self.bubblewrap.served_env(env),
+                    stdin=stdin,
+                    cwd=command_dir or bwrap.SANDBOX_WORKDIR,
+                    limits=limits,
+                    timeout_s=timeout_s,
+                    quota_dir=self._dir(sandbox_id),
+                )
+            except ServerUnavailable as exc:
+                log.warning("sandbox %s: %s; this command starts the old way", sandbox_id, exc)
         return await self._run(
             sandbox_id,
             argv,
             stdin=stdin,
             env=env,
             timeout_s=timeout_s,
-            limits=limits or self.limits,
+            limits=limits,
             isolated=self.isolation == "bubblewrap",
-            cwd=self._command_dir(sandbox_id, cwd),
+            cwd=command_dir,
         )
+
+    def _served(self, env: Mapping[str, str], limits: SandboxLimits) -> bool:
+        """Whether the sandbox's exec server can run a command (docs/decisions/0051): an
+        isolated sandbox, a command that needs no network forwarder nor host name (the
+        server has neither) and the ``/tmp`` size the server was started with."""
+        if not self.settings.sandbox_exec_server or self.isolation != "bubblewrap":
+            return False
+        if limits.tmp_mb != self.limits.tmp_mb:
+            return False
+        plan = self.bubblewrap.plan(env)
+        return not plan.forwards and not plan.names and plan.env == dict(env)
 
     async def _run(
         self,
@@ -495,8 +532,10 @@ class LocalBackend:
         self._dirs.pop(sandbox_id, None)
         for proc in self._procs.pop(sandbox_id, set()):
             kill_group(proc)
+        await self._servers.drop(sandbox_id)
         await self.bubblewrap.drop(sandbox_id)
         await asyncio.to_thread(shutil.rmtree, self._dir(sandbox_id), True)
 
     async def close(self) -> None:
+        await self._servers.close()
         await self.bubblewrap.close()

@@ -66,20 +66,38 @@ async def feed(stream: asyncio.StreamWriter, data: bytes) -> None:
 
 
 class DiskWatch:
-    """Kills a command once its sandbox's directory holds more than ``limit_mb``."""
+    """Kills a command once its sandbox's directory holds more than ``limit_mb``.
+
+    ``proc``: the command's process (its group is killed); or, for a command the
+    sandbox's exec server runs, ``running`` and ``kill`` say how to tell and do it.
+    """
 
     INTERVAL_S = 0.5
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: Path, limit_mb: int) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process | None,
+        workdir: Path,
+        limit_mb: int,
+        *,
+        running: Callable[[], bool] | None = None,
+        kill: Callable[[], None] | None = None,
+    ) -> None:
         self.limit_mb = limit_mb
         self.breached = False
-        self._task = asyncio.create_task(self._watch(proc, workdir, limit_mb * MIB))
+        if proc is not None:
+            running = running or (lambda: proc.returncode is None)
+            kill = kill or (lambda: kill_group(proc))
+        assert running is not None and kill is not None
+        self._task = asyncio.create_task(self._watch(running, kill, workdir, limit_mb * MIB))
 
-    async def _watch(self, proc: asyncio.subprocess.Process, workdir: Path, limit: int) -> None:
-        while proc.returncode is None:
+    async def _watch(
+        self, running: Callable[[], bool], kill: Callable[[], None], workdir: Path, limit: int
+    ) -> None:
+        while running():
             if await asyncio.to_thread(tree_size, str(workdir)) > limit:
                 self.breached = True
-                kill_group(proc)
+                kill()
                 return
             await asyncio.sleep(self.INTERVAL_S)
 
