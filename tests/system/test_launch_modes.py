@@ -2,7 +2,9 @@
 reviews and deletion: through the public API, against every real service."""
 
 import asyncio
+import itertools
 import json
+import threading
 import time
 from typing import Any
 
@@ -14,6 +16,10 @@ from tests.conftest import Platform
 from tests.support.fake_openai import FakeOpenAIServer, gsm8k_oracle
 
 pytestmark = [pytest.mark.slow, pytest.mark.connected]
+
+
+# Answers a duration-ceiling test's model gives before it holds the rest.
+EARLY_ANSWERS = 2
 
 
 def gsm8k_rows() -> list[dict[str, Any]]:
@@ -261,8 +267,16 @@ async def test_fork_rewinds_to_atomize_with_guidance_and_mints_a_new_impl(
 async def test_a_duration_ceiling_halts_the_run_and_a_task_ceiling_fails_only_its_task(
     platform: Platform,
 ) -> None:
+    # The model answers two questions, then holds every other until the test ends: the
+    # duration ceiling, not the machine's speed, decides how far the run gets.
+    gate = threading.Event()
+    answered = itertools.count()
+
     def slow(prompt: str) -> str:
-        time.sleep(2.5 if "Janet" in prompt else 0.3)
+        if "Janet" in prompt:
+            time.sleep(2.5)
+        elif next(answered) >= EARLY_ANSWERS:
+            gate.wait(120)
         return "The answer is 1."
 
     server = FakeOpenAIServer(slow, threaded=True).start()
@@ -273,13 +287,14 @@ async def test_a_duration_ceiling_halts_the_run_and_a_task_ceiling_fails_only_it
             "benchmark": "GSM8K",
             "sut": sut(server),
             "metadata": {"limit": 200},
-            "limits": {"run": {"duration": 6}},
+            "limits": {"run": {"duration": 20}},
         }
         run = (await client.post("/v1/runs", json=body)).json()
-        done = await platform.wait_terminal(run["id"], timeout=60)
+        done = await platform.wait_terminal(run["id"], timeout=90)
         assert done["halted"] is True
         assert done["halt_reason"] == "limit_exceeded:run.duration"
         assert 0 < (done["summary"] or {}).get("total", 0) < 200
+        gate.set()
 
         per_task = {
             "benchmark": "GSM8K",
@@ -294,6 +309,7 @@ async def test_a_duration_ceiling_halts_the_run_and_a_task_ceiling_fails_only_it
         assert [t["outcome"] for t in tasks] == ["err", "fail", "fail"]  # row 0 is Janet's
         assert tasks[0]["error_type"] == "limit_exceeded:task.duration"
     finally:
+        gate.set()
         server.stop()
 
 

@@ -70,6 +70,14 @@ class Entry:
     destructive: bool = False
 
 
+# The smallest Harbor dataset the registry stores: one task.
+HARBOR_TASK = {
+    "probe/task.toml": 'schema_version = "1.1"\n',
+    "probe/instruction.md": "Do nothing.\n",
+    "probe/environment/Dockerfile": "FROM python:3.12-slim\nWORKDIR /app\n",
+    "probe/tests/test.sh": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+}
+
 MATRIX: dict[tuple[str, str], Entry] = {
     # FastAPI's own pages and the health check.
     ("GET", "/openapi.json"): Entry(PUBLIC, "/openapi.json"),
@@ -162,6 +170,9 @@ MATRIX: dict[tuple[str, str], Entry] = {
     ("GET", "/v1/runs/{run_id}/artifacts/{art_id}/content"): Entry(
         "artifacts:read", "/v1/runs/{run}/artifacts/art_0/content", owned=True
     ),
+    ("GET", "/v1/runs/{run_id}/tool-outputs/{seq}"): Entry(
+        "artifacts:read", "/v1/runs/{run}/tool-outputs/0", owned=True
+    ),
     ("GET", "/v1/runs/{run_id}/report"): Entry(
         "artifacts:read", "/v1/runs/{run}/report", owned=True
     ),
@@ -242,6 +253,12 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "registry:publish",
         "/v1/benchmarks/{bm}/subsets",
         {"slug": "{fresh}", "tasks": [{"task_id": "t1"}]},
+        owned=True,
+    ),
+    ("POST", "/v1/benchmarks/{benchmark_id}/subsets/harbor"): Entry(
+        "registry:publish",
+        "/v1/benchmarks/{bm}/subsets/harbor",
+        {"slug": "{fresh}", "files": HARBOR_TASK},
         owned=True,
     ),
     ("POST", "/v1/benchmarks/{benchmark_id}/impls"): Entry(
