@@ -70,7 +70,9 @@ def model() -> Iterator[ScriptedAgentServer]:
     server.stop()
 
 
-def context(run: Run, model: ScriptedAgentServer | None = None, **work: Any) -> PhaseContext:
+def context(
+    run: Run, model: ScriptedAgentServer | None = None, *, concurrency: int = 3, **work: Any
+) -> PhaseContext:
     workspace = BwrapWorkspace(run, **work)
     if model is not None:
         workspace.model = ModelAttached(
@@ -85,7 +87,7 @@ def context(run: Run, model: ScriptedAgentServer | None = None, **work: Any) -> 
         run=run,
         work=workspace,
         driver=NoDriver(),
-        settings=Settings(task_concurrency=3),
+        settings=Settings(task_concurrency=concurrency),
         store=FakeStore(),
         task_timeout_s=60.0,
     )

@@ -18,12 +18,10 @@ import pytest
 from benchwright_orchestrator.domain import Run
 from benchwright_orchestrator.phases import PhaseContext
 from benchwright_orchestrator.ports import PhaseError
-from benchwright_shared.contracts import ModelAttached
-from benchwright_shared.settings import Settings
 from tests.orchestrator.bwrap_workspace import BwrapWorkspace, bwrap_usable
 from tests.orchestrator.fakes import FakeStore
+from tests.orchestrator.test_harbor_phase import context as phase_context
 from tests.orchestrator.test_harbor_phase import swept
-from tests.orchestrator.test_materialize import NoDriver
 from tests.support.product_tasks import (
     PRODUCT_ARGS,
     PRODUCT_DATASET,
@@ -92,23 +90,8 @@ def model() -> Iterator[ScriptedAgentServer]:
 
 
 def context(run: Run, model: ScriptedAgentServer) -> PhaseContext:
-    workspace = BwrapWorkspace(run)
-    workspace.model = ModelAttached(
-        command_id="c",
-        run_id=run.run_id,
-        proxy_url=model.base_url.removesuffix("/v1"),
-        proxy_key="run-key",
-        model_id="scripted",
-        litellm_config_yaml="model_list: []\n",
-    )
-    return PhaseContext(
-        run=run,
-        work=workspace,
-        driver=NoDriver(),
-        settings=Settings(task_concurrency=1),
-        store=FakeStore(),
-        task_timeout_s=60.0,
-    )
+    # One attempt at a time: the products share the host's network here (a free port each).
+    return phase_context(run, model, concurrency=1)
 
 
 def saved(ctx: PhaseContext, kind: str) -> list[Any]:

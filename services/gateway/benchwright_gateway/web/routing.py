@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 
+from benchwright_gateway.api import lookup
+from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.web.inproc import InProcessApi
 from benchwright_gateway.web.sessions import (
@@ -29,6 +31,15 @@ class Web:
     ctx: GatewayContext
     browser: Browser
     api: InProcessApi
+
+    async def readable_run(
+        self, request: Request, run_id: str
+    ) -> tuple[Principal, str, dict[str, Any]]:
+        """The signed-in caller, their token and the run they may read (the API's rule:
+        another account's run reads as missing unless it is shared)."""
+        caller, token = await self.browser.required(request)
+        caller.require("runs:read")
+        return caller, token, await lookup.load_run(self.ctx, caller, run_id, reading=True)
 
 
 class PageRoute(APIRoute):

@@ -74,11 +74,6 @@ def build_router(web: Web) -> APIRouter:
     router = APIRouter(route_class=PageRoute, include_in_schema=False)
     ctx = web.ctx
 
-    async def readable_run(request: Request, run_id: str) -> tuple[Principal, str, dict[str, Any]]:
-        caller, token = await web.browser.required(request)
-        caller.require("runs:read")
-        return caller, token, await lookup.load_run(ctx, caller, run_id, reading=True)
-
     async def timeline(run_id: str) -> list[PhaseSpan] | None:
         """The phase attempts from the run's log; None when the log cannot be read now."""
         query = GetRunEvents(run_id=run_id, types=TIMELINE_EVENTS, limit=TIMELINE_ENTRIES)
@@ -122,7 +117,7 @@ def build_router(web: Web) -> APIRouter:
         sort: Annotated[str, Query(pattern="^(index|-score|score|-duration|task_id)$")] = "index",
         done: Annotated[str | None, Query(max_length=20)] = None,
     ) -> Response:
-        caller, token, row = await readable_run(request, run_id)
+        caller, token, row = await web.readable_run(request, run_id)
 
         def read(cur: Any) -> tuple[str, int, queries.Page]:
             vector, version = queries.outcome_vector(cur, run_id, row.get("selected_tasks"))
@@ -155,7 +150,7 @@ def build_router(web: Web) -> APIRouter:
     @router.get("/runs/{run_id}/outcomes")
     async def outcomes(request: Request, run_id: str) -> Response:
         """The run's outcome vector: one character per task (see ``queries``)."""
-        _, _, row = await readable_run(request, run_id)
+        _, _, row = await web.readable_run(request, run_id)
         vector, version = await ctx.read(
             lambda cur: queries.outcome_vector(cur, run_id, row.get("selected_tasks"))
         )
@@ -170,7 +165,7 @@ def build_router(web: Web) -> APIRouter:
     @router.get("/runs/{run_id}/live")
     async def live_stream(request: Request, run_id: str) -> Response:
         """What changes on the run page, as server-sent events (``live.updates``)."""
-        await readable_run(request, run_id)
+        await web.readable_run(request, run_id)
         return EventSourceResponse(watched(run_id), ping=15, headers={"Cache-Control": "no-store"})
 
     async def watched(run_id: str) -> AsyncIterator[dict[str, str]]:

@@ -25,7 +25,6 @@ from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
 from benchwright_gateway.api import lookup
-from benchwright_gateway.api.auth import Principal
 from benchwright_gateway.render import parse_task_row_id
 from benchwright_gateway.web import transcript as conversation
 from benchwright_gateway.web.routing import PageRoute, Web
@@ -126,11 +125,6 @@ def build_router(web: Web) -> APIRouter:
     router = APIRouter(route_class=PageRoute, include_in_schema=False)
     ctx = web.ctx
 
-    async def readable_run(request: Request, run_id: str) -> tuple[Principal, str, dict[str, Any]]:
-        caller, token = await web.browser.required(request)
-        caller.require("runs:read")
-        return caller, token, await lookup.load_run(ctx, caller, run_id, reading=True)
-
     async def fetch(query: GetRunEvents) -> RunEventsPage:
         return await ask(ctx.bus(), query, RunEventsPage, timeout=QUERY_TIMEOUT_S)
 
@@ -145,7 +139,7 @@ def build_router(web: Web) -> APIRouter:
     async def task_page(
         request: Request, run_id: str, row_id: str, from_turn: FromTurn = 1
     ) -> Response:
-        caller, token, row = await readable_run(request, run_id)
+        caller, token, row = await web.readable_run(request, run_id)
         _, index = task_key(row_id)
         path = f"/v1/runs/{quote(run_id, safe='')}/tasks/{quote(row_id, safe='')}/payload"
         answer, run = await asyncio.gather(web.api.call("GET", path, token), lookup.show(ctx, row))
@@ -182,7 +176,7 @@ def build_router(web: Web) -> APIRouter:
         since: Annotated[int, Query(ge=-1)] = -1,
     ) -> Response:
         """What the agent does next on this task, as server-sent events (``follow``)."""
-        await readable_run(request, run_id)
+        await web.readable_run(request, run_id)
         invocation, index = task_key(row_id)
         transcript = Transcript(index, from_turn=from_turn)
 
