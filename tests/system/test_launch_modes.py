@@ -349,7 +349,10 @@ async def test_pause_resume_and_delete(platform: Platform) -> None:
         resumed = await client.post(f"/v1/runs/{run['id']}/resume")
         assert resumed.status_code == 202, resumed.text
         done = await platform.wait_terminal(run["id"], timeout=60)
-        assert done["status"] == "ok" and done["summary"]["total"] == 30
+        assert done["status"] == "ok" and done["summary"]["total"] == 30, (
+            done["error"],
+            done["phase"],
+        )
         # Tasks finished before the pause were not sent again; the rest were, and the
         # calls the pause cut off were answered from the proxy's record of them: the
         # model was asked once per task.
