@@ -8,6 +8,7 @@ replicas, provider keys in the proxy alone, and only settings that exist.
 """
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ import yaml
 from benchwright_runtime.host import SERVICES
 from benchwright_shared.settings import Settings
 
-DEPLOY = Path(__file__).parents[2] / "deploy"
+ROOT = Path(__file__).parents[2]
+DEPLOY = ROOT / "deploy"
 KUBE = DEPLOY / "kubernetes"
 MANIFESTS = sorted(p for p in KUBE.glob("*.yaml") if p.name != "kustomization.yaml")
 KUBE_VERSIONS = ["1.30.0", kubernetes_validate.latest_version()]
@@ -125,4 +127,11 @@ def test_the_compose_file_runs_a_nats_cluster_postgres_and_copies_of_every_servi
 def test_the_image_runs_the_benchwright_command() -> None:
     text = (DEPLOY / "Containerfile").read_text()
     assert 'ENTRYPOINT ["benchwright"]' in text and "bubblewrap" in text
-    assert '".[server,providers]"' in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = set(project["optional-dependencies"])
+    installed = re.search(r'pip install --no-cache-dir "\.\[([a-z,-]+)\]"', text)
+    assert installed, "the image installs Benchwright with its extras"
+    # All but the compiled offline model and the dev tools: a run that works here works
+    # in the image (the Inspect bridge, Harbor's agents).
+    assert set(installed.group(1).split(",")) == extras - {"dev", "local-model"}
+    assert "tmux" in text  # Harbor's terminus-2 needs it in the task sandbox

@@ -137,10 +137,17 @@ class FakeLog:
     async def fetch(self, query: GetRunEvents) -> RunEventsPage:
         self.asked.append(query)
         after = -1 if query.after_seq is None else query.after_seq
+        later = [e for e in self.events if e.seq > after]
         found = [
-            e for e in self.events if e.seq > after and (not query.types or e.type in query.types)
+            e
+            for e in later
+            if (not query.types or e.type in query.types)
+            and (query.task_index is None or e.data.get("index") == query.task_index)
         ]
-        return RunEventsPage(events=found[: query.limit], has_more=len(found) > query.limit)
+        page, more = found[: query.limit], len(found) > query.limit
+        # Looked through: the last entry sent when more match, else the whole log.
+        scanned = page[-1].seq if more else max((e.seq for e in later), default=None)
+        return RunEventsPage(events=page, has_more=more, scanned_seq=scanned)
 
     async def respond(self, msg: Msg) -> None:
         query = GetRunEvents.model_validate_json(msg.data)
@@ -151,11 +158,12 @@ async def test_reading_the_log_pages_through_it_within_a_budget() -> None:
     log = FakeLog(crashed_then_solved())
     transcript = Transcript(0)
     assert await read(log.fetch, RUN, transcript, budget=4)
-    assert transcript.cut and transcript.seq == 103
-    assert [q.types for q in log.asked] == [AGENT_EVENTS]
+    # Four of task 0's entries, read past the other task's at 103 (never sent).
+    assert transcript.cut and transcript.seq == 104
+    assert [(q.types, q.task_index) for q in log.asked] == [(AGENT_EVENTS, 0)]
     transcript.cut = False
     assert await read(log.fetch, RUN, transcript)
-    assert not transcript.cut and transcript.seq == 110 and log.asked[-1].after_seq == 103
+    assert not transcript.cut and transcript.seq == 110 and log.asked[-1].after_seq == 104
 
 
 @pytest.fixture

@@ -112,7 +112,7 @@ def replay(app: RunsApplication, parent: Run, subset_id: str | None, **slice_: A
 
 
 def inherited(app: RunsApplication, run: Run) -> list[str]:
-    events, _ = app.run_events(run.run_id)
+    events, _, _ = app.run_events(run.run_id)
     return [e.type for e in events if e.data.get("inherited_from")]
 
 

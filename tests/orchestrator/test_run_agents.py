@@ -220,7 +220,7 @@ async def test_the_agent_loop_writes_its_attempt_into_the_run_log(tmp_path: Path
     await trajectory.record(VerifierFinished(**IDS, reward=1.0, duration_ms=5))
     assert (tmp_path / "app" / "hello.txt").read_text() == "hi\n"
 
-    page, more = app.run_events(run.run_id)
+    page, more, _ = app.run_events(run.run_id)
     assert not more
     entries = [parse_run_event(e) for e in page]
     log = [(e.seq, type(e.data)) for e in entries if e is not None]
@@ -258,7 +258,7 @@ async def test_the_agent_loop_writes_its_attempt_into_the_run_log(tmp_path: Path
         "verifier_error": None,
     }
     # The typed listing a reader asks for (``types=AgentModelTurn``) holds only the turns.
-    turns, _ = app.run_events(run.run_id, types=["AgentModelTurn"])
+    turns, _, _ = app.run_events(run.run_id, types=["AgentModelTurn"])
     assert [e.seq for e in turns] == [2, 4, 6]
     # As the gateway answers it (``EventList``, JSON) and a client reads it back, typed.
     listing = EventList.model_validate_json(
@@ -283,5 +283,28 @@ async def test_a_late_step_of_a_superseded_attempt_is_not_saved(tmp_path: Path) 
     await trajectory.record(started(2))
     await trajectory.record(turn(1, attempt=1))
     assert store.saves == 2
-    page, _ = app.run_events(run.run_id)
+    page, _, _ = app.run_events(run.run_id)
     assert [e.type for e in page] == ["RunLaunched", "AgentAttemptStarted", "AgentAttemptStarted"]
+
+
+async def test_a_task_reads_its_own_steps_and_moves_past_the_others() -> None:
+    app = RunsApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    run = new_run()
+    app.save(run)
+    trajectory = RunTrajectory(run, AppStore(app))
+    other = {**IDS, "task_id": "t1", "index": 1}
+    await trajectory.record(started(1))  # seq 1
+    await trajectory.record(AgentAttemptStarted(**other, agent="benchwright"))  # seq 2
+    await trajectory.record(turn(1))  # seq 3
+    await trajectory.record(AgentAttemptEnded(**other, reason="done", turns=0))  # seq 4
+    await trajectory.record(AgentAttemptStarted(**{**other, "trial": 2}, agent="benchwright"))
+
+    mine, more, scanned = app.run_events(run.run_id, task_index=0)
+    assert [(e.seq, e.type) for e in mine] == [(1, "AgentAttemptStarted"), (3, "AgentModelTurn")]
+    # Through the end of the log: a reader starts after seq 5 next time, not after 3.
+    assert (more, scanned) == (False, 5)
+    theirs, more, scanned = app.run_events(run.run_id, task_index=1, limit=1)
+    assert [e.seq for e in theirs] == [2] and more and scanned == 3  # 3 is not its
+    rest, more, scanned = app.run_events(run.run_id, after_seq=2, task_index=1)
+    assert [e.seq for e in rest] == [4, 5] and not more and scanned == 5
+    assert app.run_events(run.run_id, after_seq=5, task_index=0) == ([], False, None)

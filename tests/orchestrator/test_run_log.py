@@ -103,7 +103,7 @@ def test_a_malformed_entry_is_refused_before_it_is_stored(
     write(run)
     with pytest.raises(MalformedRunEventError, match=why):
         app.save(run)
-    events, _ = app.run_events(run.run_id)
+    events, _, _ = app.run_events(run.run_id)
     assert [e.type for e in events] == ["RunLaunched"]
 
 

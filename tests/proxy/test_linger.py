@@ -85,3 +85,31 @@ async def test_a_call_in_flight_at_detach_lingers_and_the_key_stops_at_once(
     finally:
         release.set()
         model.stop()
+
+
+async def test_a_late_detach_of_a_replaced_key_leaves_the_resumed_run_working(
+    proxy: ProxyEndpoint,
+) -> None:
+    # A parked run's detach and its resume's attach travel on two subjects: the detach
+    # can arrive second. It names the attach it ends, so it cannot end the new one.
+    model = FakeOpenAIServer(lambda prompt: "The answer is 42.").start()
+    try:
+        run_id, runtime = str(uuid.uuid4()), proxy.service.runtime
+        sut = fake_sut(model)
+        _, parked_key = await runtime.bind(run_id, "acct_test", sut, "attach-1")
+        _, resumed_key = await runtime.bind(run_id, "acct_test", sut, "attach-2")
+        late = DetachModel(command_id="d1", run_id=run_id, attach_command_id="attach-1")
+        await runtime.detach(late)
+        async with proxy.client(resumed_key) as client:
+            assert (await client.post("/v1/chat/completions", json=BODY)).status_code == 200
+        async with proxy.client(parked_key) as client:
+            assert (await client.post("/v1/chat/completions", json=BODY)).status_code == 401
+        assert [u.source for u in proxy.usage()] == ["model"]  # not lingering: attached
+
+        # The detach of the attach in force revokes it.
+        current = DetachModel(command_id="d2", run_id=run_id, attach_command_id="attach-2")
+        await runtime.detach(current)
+        async with proxy.client(resumed_key) as client:
+            assert (await client.post("/v1/chat/completions", json=BODY)).status_code == 401
+    finally:
+        model.stop()

@@ -216,7 +216,7 @@ class RunsApplication(RelayedApplication):
         return True
 
     def _artifact_events(self, run_id: str) -> list[RunEvent]:
-        events, _ = self.run_events(run_id, types=sorted(INHERITABLE), limit=100_000)
+        events, _, _ = self.run_events(run_id, types=sorted(INHERITABLE), limit=100_000)
         return events
 
     def get_run(self, run_id: str) -> Run:
@@ -236,23 +236,30 @@ class RunsApplication(RelayedApplication):
         after_seq: int | None = None,
         types: Sequence[str] | None = None,
         limit: int = 500,
-    ) -> tuple[list[RunEvent], bool]:
-        """A page of a run's log; (events, has_more)."""
+        task_index: int | None = None,
+    ) -> tuple[list[RunEvent], bool, int | None]:
+        """A page of a run's log: (events, has_more, the seq it looked through)."""
         try:
             originator_id = Run.create_id(run_id)
         except ValueError:
-            return [], False
+            return [], False, None
         # seq = version - 1, so "after seq s" is "version greater than s + 1".
         gt = None if after_seq is None else after_seq + 1
         wanted = set(types) if types else None
         page: list[RunEvent] = []
+        scanned: int | None = None
         for domain_event in self.repository.event_store.get(originator_id, gt=gt):
             if wanted and type(domain_event).__name__ not in wanted:
+                scanned = domain_event.originator_version - 1
+                continue
+            if task_index is not None and getattr(domain_event, "index", None) != task_index:
+                scanned = domain_event.originator_version - 1
                 continue
             if len(page) == limit:
-                return page, True
+                return page, True, scanned
             page.append(to_run_event(domain_event, check=False))
-        return page, False
+            scanned = page[-1].seq
+        return page, False, scanned
 
 
 class UnfinishedRuns:

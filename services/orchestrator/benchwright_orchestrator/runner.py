@@ -374,12 +374,16 @@ class Orchestrator:
         if run is not None and run.deleted:
             deleted = Refused(404, "run not found", "the run was deleted", code="not_found")
             return RunEventsPage(problem=deleted.problem())
-        events, has_more = await self.store.run(
+        events, has_more, scanned = await self.store.run(
             lambda: self.app.run_events(
-                query.run_id, after_seq=query.after_seq, types=query.types, limit=query.limit
+                query.run_id,
+                after_seq=query.after_seq,
+                types=query.types,
+                limit=query.limit,
+                task_index=query.task_index,
             )
         )
-        return RunEventsPage(events=events, has_more=has_more)
+        return RunEventsPage(events=events, has_more=has_more, scanned_seq=scanned)
 
 
 def resumable(run: Run) -> bool:

@@ -87,14 +87,28 @@ class ProxyApplication(Application[uuid.UUID]):
         assert binding.pinned_versions is not None
         return binding.pinned_versions
 
-    def detach(self, run_id: str) -> None:
+    def detach(self, run_id: str, key_hash: str | None = None) -> bool:
+        """Revoke the run's key; with ``key_hash``, only if that key is still the one
+        bound (a detach of a key a later attach replaced changes nothing). Whether
+        the binding is now detached."""
         try:
             binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
         except (AggregateNotFoundError, ValueError):
-            return
+            return True
+        if key_hash is not None and binding.key_hash != key_hash:
+            return not binding.active
         if binding.active:
             binding.detach()
             self.save(binding)
+        return True
+
+    def bound_to(self, run_id: str, key_hash: str) -> bool:
+        """Whether the run's binding still holds the key whose hash is ``key_hash``."""
+        try:
+            binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
+        except (AggregateNotFoundError, ValueError):
+            return False
+        return binding.key_hash == key_hash
 
     def authenticate(self, key: str) -> ModelBinding:
         """The binding a model key opens; raises ``InvalidProxyKeyError``."""

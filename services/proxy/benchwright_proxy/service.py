@@ -15,7 +15,7 @@ from faststream.nats import NatsBroker
 from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
 from benchwright_proxy.ceilings import TaskSpend
 from benchwright_proxy.credentials import RunCredentials
-from benchwright_proxy.domain import EGRESS_PREFIX, ModelBinding, parse_key
+from benchwright_proxy.domain import EGRESS_PREFIX, ModelBinding, hash_secret, parse_key
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.pricing import call_cost_micros
@@ -196,6 +196,14 @@ class ProxyRuntime:
         return Egress(proxy_url=proxy_url, ca_cert_pem=self.injector.ca_cert_path.read_text())
 
     async def detach(self, command: DetachModel) -> None:
+        key_hash = self._attached_key_hash(command)
+        if key_hash is not None and not await self.store.run(
+            self.app.bound_to, command.run_id, key_hash
+        ):
+            # A detach that lost the race to the resumed run's attach: the key it ends
+            # is already replaced, and the new one must keep working.
+            log.info("ignoring a late detach of run %s", command.run_id)
+            return
         # First: a call in flight now finishes after the run's ledger closed (it lingers).
         self._detached[command.run_id] = time.monotonic()
         self._bindings.pop(command.run_id, None)
@@ -204,8 +212,16 @@ class ProxyRuntime:
             self.credentials.forget(command.run_id)
         if self.injector is not None:
             self.injector.forget_run(command.run_id)
-        await self.store.run(self.app.detach, command.run_id)
+        await self.store.run(self.app.detach, command.run_id, key_hash)
         await self.flush_usage()
+
+    def _attached_key_hash(self, command: DetachModel) -> str | None:
+        """The hash of the key the attach ``command`` ends gave (keys derive from their
+        attach command); None when that cannot be known, and any key is detached."""
+        if self.derive is None or not command.attach_command_id:
+            return None
+        secret = self.derive("proxy-key", f"{command.run_id}\x1f{command.attach_command_id}")
+        return hash_secret(secret)
 
     async def price(self, query: PriceModelCalls) -> ModelCallPrices:
         """What calls of the sizes asked would cost on ``query.sut``, as a call is billed."""

@@ -298,3 +298,8 @@ class DetachModel(Contract):
 
     command_id: str
     run_id: str
+    # The ``AttachModel.command_id`` this detach ends. Attach and detach travel on two
+    # subjects, so a parked run's late detach can reach the proxy after its resume's
+    # attach: naming the attach lets the proxy ignore a detach of a key already
+    # replaced. None (senders before this field): detach whatever is bound.
+    attach_command_id: str | None = None

@@ -124,6 +124,9 @@ class GetRunEvents(Contract):
     after_seq: int | None = None
     types: list[str] | None = None
     limit: int = 500
+    # Only entries about the task at this dataset index (their ``index`` field, as the
+    # agent events have): a task page reads its own steps, not the whole run's.
+    task_index: int | None = None
 
 
 class RunEventsPage(BaseModel):
@@ -132,6 +135,9 @@ class RunEventsPage(BaseModel):
     problem: Problem | None = None
     events: list[RunEvent] = Field(default_factory=list)
     has_more: bool = False
+    # The log position this page looked through: with a filter, entries up to it that
+    # were not sent did not match, so the next page starts after it. None: nothing read.
+    scanned_seq: int | None = None
 
 
 class RebuildProjection(BaseModel):

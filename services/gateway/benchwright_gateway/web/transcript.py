@@ -222,11 +222,14 @@ async def read(
             after_seq=transcript.seq if transcript.seq >= 0 else None,
             types=AGENT_EVENTS,
             limit=min(LOG_PAGE, budget),
+            task_index=transcript.index,
         )
         page = await fetch(query)
         if page.problem is not None:
             return False
         apply_all(transcript, page.events)
+        if page.scanned_seq is not None:  # past the other tasks' steps, not sent
+            transcript.seq = max(transcript.seq, page.scanned_seq)
         budget -= len(page.events)
         if not page.has_more:
             return True

@@ -454,9 +454,12 @@ class NatsWorkspace:
         for sandbox_id in list(self.run.open_sandboxes):
             await self.lose_sandbox(sandbox_id, "run_finished")
         if self.model is not None:
-            await send_command(
-                self.broker, DetachModel(command_id=command_id(), run_id=self.run.run_id)
+            detach = DetachModel(
+                command_id=command_id(),
+                run_id=self.run.run_id,
+                attach_command_id=self.model.command_id,
             )
+            await send_command(self.broker, detach)
             self.model = None
 
     # -- results ------------------------------------------------------------------------
