@@ -274,12 +274,6 @@ class SandboxManager:
         dirs = sandbox_dirs(command.dirs)
         for file in command.files:
             sandbox_path(file.path, dirs)
-        if command.image and not backend.runs_images:
-            raise CommandRefused(
-                "image_unsupported",
-                f"the {backend.name} backend does not run container images "
-                f"({command.image!r}): a task's own image needs the sandbox0 backend",
-            )
         if command.build is not None and (command.image or not isinstance(backend, ImageBuilder)):
             raise CommandRefused(
                 "build_unsupported",
@@ -290,6 +284,12 @@ class SandboxManager:
                     else f"the {backend.name} backend does not build a task's Dockerfile: "
                     "the e2b backend does"
                 ),
+            )
+        if command.image and not backend.runs_images:
+            raise CommandRefused(
+                "image_unsupported",
+                f"the {backend.name} backend does not run container images "
+                f"({command.image!r}): a task's own image needs the sandbox0 backend",
             )
         archive = await self._archive(command.from_snapshot) if command.from_snapshot else None
         metadata: dict[str, Any] = {

@@ -4,7 +4,8 @@ Only what the e2b SDK calls for the ``e2b`` backend:
 
 * REST, behind ``X-API-Key``: ``POST /v2/sandboxes``, ``GET /v2/sandboxes`` (by
   metadata), ``POST /v2/sandboxes/{id}/connect``, ``POST /sandboxes/{id}/timeout``,
-  ``DELETE /sandboxes/{id}``;
+  ``DELETE /sandboxes/{id}``, and the template build API (``e2b_templates.py``: a
+  sandbox may start from a template built there once its build is ready);
 * envd, behind the sandbox's ``X-Access-Token`` and named by the ``E2b-Sandbox-Id``
   header as E2B's own proxy does: ``GET /health``, ``GET /files``, ``POST /files``
   (octet-stream) and the Connect RPC service ``process.Process`` (``Start`` streaming,
@@ -58,6 +59,7 @@ from benchwright_sandbox_manager.backends.local import LocalBackend
 from benchwright_sandbox_manager.backends.processes import kill_group
 from benchwright_sandbox_manager.ports import SandboxLimits
 from benchwright_shared.settings import Settings
+from tests.sandbox_manager.fakes.e2b_templates import FakeTemplates
 
 ENVD_VERSION = "0.6.7"
 HOME = "/work"
@@ -168,8 +170,10 @@ class FakeE2B:
         self._rpc = process_connect.ProcessASGIApplication(
             _ProcessService(self), codecs=[ENVD_JSON_CODEC]
         )
+        self.templates = FakeTemplates(lambda: self.url, self._authorized)
         self._http = Starlette(
             routes=[
+                *self.templates.routes(),
                 Route("/v2/sandboxes", self._create, methods=["POST"]),
                 Route("/v2/sandboxes", self._list, methods=["GET"]),
                 Route("/v2/sandboxes/{sandbox_id}/connect", self._connect, methods=["POST"]),
@@ -238,6 +242,9 @@ class FakeE2B:
         if not self._authorized(request):
             return _error(401, "Invalid API key")
         body = await request.json()
+        refusal = self.templates.refusal(body["templateID"])
+        if refusal is not None:
+            return _error(400, refusal)
         sandbox_id = f"i{uuid.uuid4().hex[:19]}"
         box = FakeSandbox(
             sandbox_id=sandbox_id,

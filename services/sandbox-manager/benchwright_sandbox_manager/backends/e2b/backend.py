@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from benchwright_sandbox_manager.backends.e2b.archive import gunzip, repack
-from benchwright_sandbox_manager.backends.e2b.templates import TemplateBuilds
 from benchwright_sandbox_manager.backends.e2b.commands import (
     KILLED,
     Ending,
@@ -54,6 +53,7 @@ from benchwright_sandbox_manager.backends.e2b.commands import (
     proxied_env,
     settle,
 )
+from benchwright_sandbox_manager.backends.e2b.templates import TemplateBuilds
 from benchwright_sandbox_manager.ports import (
     BackendError,
     ExecResult,
