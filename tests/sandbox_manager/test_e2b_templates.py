@@ -135,9 +135,11 @@ async def test_a_failed_build_names_the_task_the_step_and_the_log(
     # The SDK's own steps (USER root, WORKDIR /) come first: RUN exit 3 is the fourth.
     assert "step 4 (RUN exit 3)" in said and "exit status 3" in said, said
     assert "the build log ends:" in said and "[3] RUN echo fetching" in said
-    # Not built again for a while: the next ask fails at once, the same way.
-    with pytest.raises(ImageBuildError, match="exit status 3"):
-        await backend.build_image(broken)
+    # Not built again for a while: the next ask (another task of the same folder,
+    # say) fails at once, the same way, naming its own task.
+    sibling = broken.model_copy(update={"task": "sibling"})
+    with pytest.raises(ImageBuildError, match=r"^task 'sibling': .*exit status 3"):
+        await backend.build_image(sibling)
     assert len(fake.templates.started) == 1
     # And nothing can start from it.
     (template_id,) = fake.templates.by_id

@@ -76,18 +76,24 @@ class TemplateBuilds:
         digest = build.digest
         if digest in self._built:
             return self._built[digest]
+        # Each error names the asking task: another may share its environment.
+        what = f"task {build.task!r}: its environment (e2b template {template_name(build)})"
         failed = self._failed.get(digest)
         if failed is not None and failed[0] > time.monotonic():
-            raise ImageBuildError(failed[1])
+            raise ImageBuildError(f"{what}{failed[1]}")
         task = self._building.get(digest)
         if task is None:
             task = asyncio.create_task(self._build(build), name=f"e2b-build-{digest[:12]}")
             self._building[digest] = task
             task.add_done_callback(lambda _: self._building.pop(digest, None))
-        # A waiter that gives up (its command cancelled) leaves the build to the others.
-        return await asyncio.shield(task)
+        try:
+            # A waiter that gives up (its command cancelled) leaves the build to the others.
+            return await asyncio.shield(task)
+        except BackendError as exc:
+            raise type(exc)(f"{what}{exc}") from exc
 
     async def _build(self, build: EnvironmentBuild) -> str:
+        """Build now; an error's message is what follows the asking task's name."""
         digest = build.digest
         try:
             template_id = await self._build_now(build)
@@ -100,8 +106,6 @@ class TemplateBuilds:
 
     async def _build_now(self, build: EnvironmentBuild) -> str:
         e2b = self._sdk()
-        name = template_name(build)
-        what = f"task {build.task!r}: its environment (e2b template {name})"
         logs: deque[str] = deque(maxlen=LOG_TAIL_LINES)
         context = self._scratch / build.digest
         self.started += 1
@@ -113,20 +117,20 @@ class TemplateBuilds:
                 )
                 steps = json.loads(e2b.AsyncTemplate.to_json(template))["steps"]
             except (ValueError, OSError) as exc:
-                raise ImageBuildError(f"{what} cannot be built: {exc}") from exc
+                raise ImageBuildError(f" cannot be built: {exc}") from exc
             async with asyncio.timeout(build.timeout_s):
                 info = await e2b.AsyncTemplate.build_in_background(
                     template,
-                    name,
+                    template_name(build),
                     cpu_count=build.cpu_count,
                     memory_mb=build.memory_mb,
                     on_build_logs=lambda entry: logs.append(str(entry.message)),
                     **self._opts(),
                 )
-                await self._finished(e2b, info, steps, logs, what)
+                await self._finished(e2b, info, steps, logs)
         except TimeoutError:
             raise ImageBuildError(
-                f"{what} did not build within {build.timeout_s:g} s"
+                f" did not build within {build.timeout_s:g} s"
                 f" ([environment] build_timeout_sec){_tail(logs)}"
             ) from None
         except (
@@ -135,13 +139,13 @@ class TemplateBuilds:
             e2b.AuthenticationException,
             httpx.HTTPError,
         ) as exc:
-            raise BackendError(f"{what}: e2b could not build it: {exc}{_tail(logs)}") from exc
+            raise BackendError(f": e2b could not build it: {exc}{_tail(logs)}") from exc
         finally:
             await asyncio.to_thread(shutil.rmtree, context, True)
         return str(info.template_id)
 
     async def _finished(
-        self, e2b: ModuleType, info: Any, steps: list[dict[str, Any]], logs: deque[str], what: str
+        self, e2b: ModuleType, info: Any, steps: list[dict[str, Any]], logs: deque[str]
     ) -> None:
         """Poll the build until it is ready; ``ImageBuildError`` naming the step when it fails."""
         offset = 0
@@ -161,7 +165,7 @@ class TemplateBuilds:
                         logs.append(str(entry.message))
                 message = reason.message if reason is not None else "the build failed"
                 step = _step(reason.step if reason is not None else None, steps)
-                raise ImageBuildError(f"{what} did not build: {step}{message}{_tail(logs)}")
+                raise ImageBuildError(f" did not build: {step}{message}{_tail(logs)}")
             await asyncio.sleep(POLL_S)
 
 
