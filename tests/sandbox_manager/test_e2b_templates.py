@@ -106,6 +106,9 @@ async def test_one_environment_is_built_once_and_its_sandboxes_start_from_it(
         box.metadata["benchwright_sandbox_id"]: box.template for box in fake.sandboxes.values()
     }
     assert templates == {"sbx_a": first, "sbx_b": first}
+    # Each holds what the Dockerfile's COPY put there (the fake lays it in).
+    for sandbox_id in ("sbx_a", "sbx_b"):
+        assert await backend.get_file(sandbox_id, "/app/hello.txt") == b"hello\n"
     for sandbox_id in ("sbx_a", "sbx_b"):
         await backend.kill(sandbox_id)
 

@@ -163,6 +163,8 @@ class FakeE2B:
         self.sandboxes: dict[str, FakeSandbox] = {}
         # Every sandbox ever created here, killed ones too: (id, metadata).
         self.created: list[tuple[str, dict[str, str]]] = []
+        # The template each of them started from, in the same order.
+        self.started_from: list[str] = []
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -259,7 +261,15 @@ class FakeE2B:
         )
         await self.local.create(box.local_id, dirs=self.vm_dirs)
         self.sandboxes[sandbox_id] = box
+        # What the template's build copied in (it must lie in the VM's dirs or home).
+        for path, data in self.templates.files_of(box.template).items():
+            target = self.host_path(box, path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            folder = next(f for f in self._places(box).values() if target.is_relative_to(f))
+            self.local._own(target, box.local_id, base=folder)
         self.created.append((sandbox_id, dict(box.metadata)))
+        self.started_from.append(box.template)
         return JSONResponse(box.info(), status_code=201)
 
     async def _list(self, request: Request) -> Response:

@@ -11,11 +11,15 @@ The "build" runs nothing; it is decided by the steps alone, so it is determinist
 each step logs a line; a COPY whose files were never uploaded fails; a RUN of
 ``exit N`` (N > 0) or ``false`` fails with that exit status, naming the step as E2B
 does (its 1-based number); everything else succeeds. A build stays ``building`` for
-``build_s`` seconds first, so that concurrent asks for one overlap.
+``build_s`` seconds first, so that concurrent asks for one overlap. What the COPY
+steps put where (after WORKDIR, as Docker places them) is kept: a sandbox started
+from the template has those files (``FakeE2B`` lays them in).
 """
 
+import fnmatch
 import gzip
 import io
+import posixpath
 import shlex
 import tarfile
 import time
@@ -41,6 +45,8 @@ class FakeBuild:
     ready_at: float = 0.0
     logs: list[dict[str, Any]] = field(default_factory=list)
     failure: dict[str, Any] | None = None
+    # What the COPY steps put where: absolute path -> content.
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -49,12 +55,13 @@ class FakeTemplate:
     name: str
     builds: dict[str, FakeBuild] = field(default_factory=dict)
 
-    @property
-    def ready(self) -> bool:
+    def ready_build(self) -> FakeBuild | None:
+        """The latest build that succeeded and is done."""
         now = time.monotonic()
-        return any(
-            b.started and b.failure is None and b.ready_at <= now for b in self.builds.values()
-        )
+        done = [
+            b for b in self.builds.values() if b.started and b.failure is None and b.ready_at <= now
+        ]
+        return done[-1] if done else None
 
 
 def _entry(message: str, level: str = "info") -> dict[str, Any]:
@@ -96,17 +103,31 @@ class FakeTemplates:
     def refusal(self, template: str) -> str | None:
         """Why a sandbox cannot start from ``template`` (one built here without success)."""
         built = self.by_id.get(template)
-        if built is not None and not built.ready:
+        if built is not None and built.ready_build() is None:
             return f"template {template} has no ready build"
         return None
 
-    def uploaded_names(self, files_hash: str) -> list[str]:
-        """The file names in an uploaded context archive."""
+    def files_of(self, template: str) -> dict[str, bytes]:
+        """What a sandbox started from ``template`` holds beyond the VM's own."""
+        built = self.by_id.get(template)
+        ready = built.ready_build() if built is not None else None
+        return dict(ready.files) if ready is not None else {}
+
+    def uploaded(self, files_hash: str) -> dict[str, bytes]:
+        """The files in an uploaded context archive, by their path in the context."""
         data = self.uploads[files_hash]
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            return sorted(m.name for m in tar.getmembers() if m.isfile())
+            return {
+                m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+                for m in tar.getmembers()
+                if m.isfile()
+            }
+
+    def uploaded_names(self, files_hash: str) -> list[str]:
+        """The file names in an uploaded context archive."""
+        return sorted(self.uploaded(files_hash))
 
     # -- the API ----------------------------------------------------------------------
     async def _request_build(self, request: Request) -> Response:
@@ -172,13 +193,20 @@ class FakeTemplates:
     def _run(self, build: FakeBuild) -> None:
         """Decide the build from its steps alone, logging each."""
         build.logs.append(_entry(f"[base] FROM {build.from_image}"))
+        workdir = "/"
         for number, step in enumerate(build.steps, start=1):
             args = [str(arg) for arg in step.get("args") or []]
             kind = str(step.get("type"))
             build.logs.append(_entry(f"[{number}] {kind} {' '.join(args)}"))
             failure: str | None = None
-            if kind == "COPY" and step.get("filesHash") not in self.uploads:
+            if kind == "WORKDIR" and args:
+                workdir = posixpath.join(workdir, args[0])
+            elif kind == "COPY" and step.get("filesHash") not in self.uploads:
                 failure = f"the files of COPY {args[0] if args else ''} were never uploaded"
+            elif kind == "COPY" and len(args) >= 2:
+                context = self.uploaded(str(step["filesHash"]))
+                for name, target in _copied(args[0], args[1], workdir, sorted(context)).items():
+                    build.files[target] = context[name]
             elif kind == "RUN" and args:
                 status = _exit_status(args[0])
                 if status:
@@ -226,3 +254,23 @@ def _exit_status(command: str) -> int:
     if len(words) == 2 and words[0] == "exit" and words[1].isdigit():
         return int(words[1])
     return 0
+
+
+def _copied(source: str, dest: str, workdir: str, names: list[str]) -> dict[str, str]:
+    """Where COPY ``source`` ``dest`` puts each of the context's files ``names``, as
+    Docker does: a file into a directory (``dest/``) or onto ``dest``; a directory's
+    contents into ``dest``; a glob's matches into ``dest``."""
+    target = posixpath.normpath(posixpath.join(workdir, dest))
+    cleaned = posixpath.normpath(source.strip("/") or ".")
+    placed: dict[str, str] = {}
+    for name in names:
+        if cleaned == ".":
+            placed[name] = posixpath.join(target, name)
+        elif name == cleaned:
+            into = dest.endswith("/")
+            placed[name] = posixpath.join(target, posixpath.basename(name)) if into else target
+        elif name.startswith(cleaned + "/"):
+            placed[name] = posixpath.join(target, name.removeprefix(cleaned + "/"))
+        elif fnmatch.fnmatchcase(name, cleaned):
+            placed[name] = posixpath.join(target, posixpath.basename(name))
+    return placed
