@@ -374,3 +374,26 @@ async def test_an_estimate_checks_the_dataset_then_says_agents_are_not_estimated
     invalid = await refused(estimating.estimate(ports, ACCOUNT, body(**bad)))
     assert invalid.field == f'{FILES}["fix-median/instruction.md"]'
     assert ports.sent == []
+
+
+async def test_a_dockerfile_is_built_where_the_backend_builds_it() -> None:
+    """On e2b a task's Dockerfile is built, RUN steps and all (decision 0058); a launch
+    that leaves the backend open is checked as the local plan, as before."""
+    files = with_file("fix-median/environment/Dockerfile", APT)
+    on_e2b = FakePorts()
+    await launching.launch(on_e2b, ACCOUNT, body(**harbor_body(files, compute="e2b")), None)
+    (command,) = on_e2b.launched()
+    assert command.harness is not None and command.harness["files"] == files
+    on_local = FakePorts()
+    refusal = await refused(
+        launching.launch(on_local, ACCOUNT, body(**harbor_body(files, compute="local")), None)
+    )
+    assert refusal.code == "unsupported_dockerfile_step" and nothing_written(on_local)
+    # What no builder takes is refused on e2b too, naming the task and the line.
+    staged = with_file("fix-median/environment/Dockerfile", "FROM a AS one\nFROM b\n")
+    refusal = await refused(
+        launching.launch(FakePorts(), ACCOUNT, body(**harbor_body(staged, compute="e2b")), None)
+    )
+    assert refusal.field == f'{FILES}["fix-median/environment/Dockerfile"]'
+    assert refusal.detail is not None and "'fix-median'" in refusal.detail
+    assert "line 2" in refusal.detail and "multi-stage" in refusal.detail

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchwright_orchestrator.ports import SandboxLost
-from benchwright_shared.contracts import ExportedFile, SandboxExecFinished, SandboxFile
+from benchwright_shared.contracts import (
+    EnvironmentBuild,
+    ExportedFile,
+    SandboxExecFinished,
+    SandboxFile,
+)
 from benchwright_shared.contracts.commands import SandboxRole
 from tests.orchestrator.fakes import FakeWorkspace
 from tests.shared.test_agentic_examples import BASE_PATH, bwrap_usable, system_mounts
@@ -39,6 +44,8 @@ class BwrapWorkspace(FakeWorkspace):
     roots: dict[str, tuple[Path, list[str]]] = field(default_factory=dict)
     # The artifacts bucket: what ``export`` put there, by object name.
     objects: dict[str, bytes] = field(default_factory=dict)
+    # The paths each agentic sandbox was created with, in order.
+    laid: list[list[str]] = field(default_factory=list)
 
     async def create_agentic_sandbox(
         self,
@@ -47,9 +54,12 @@ class BwrapWorkspace(FakeWorkspace):
         *,
         role: SandboxRole = "harbor_task_env",
         image: str | None = None,
+        build: EnvironmentBuild | None = None,
     ) -> str:
         # No images here: the host's tree stands for every one (the test checks the ask).
         self.images.append(image)
+        self.builds.append(build)
+        self.laid.append([file.path for file in files])
         sandbox_id = await self._new(role)
         root = Path(tempfile.mkdtemp(prefix=f"bw-{sandbox_id}-"))
         # The sandbox's own working directory, as the local backend's: /work inside.

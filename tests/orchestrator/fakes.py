@@ -22,6 +22,7 @@ from benchwright_orchestrator.ports import OnResults, SandboxLost, SweepEnded
 from benchwright_shared.contracts import (
     CatalogListing,
     DriverUsageRecorded,
+    EnvironmentBuild,
     ModelAttached,
     RunCost,
     SandboxExecFinished,
@@ -142,6 +143,8 @@ class FakeWorkspace:
     fail_create: bool = False
     # The image each agentic sandbox was asked to start from (None: the backend's own).
     images: list[str | None] = field(default_factory=list)
+    # The environment each agentic sandbox was asked to be built from (None: none).
+    builds: list[EnvironmentBuild | None] = field(default_factory=list)
     # What ``keep_text`` put in the artifacts bucket, by object name.
     kept: dict[str, str] = field(default_factory=dict)
 
@@ -200,8 +203,10 @@ class FakeWorkspace:
         *,
         role: SandboxRole = "harbor_task_env",
         image: str | None = None,
+        build: EnvironmentBuild | None = None,
     ) -> str:
         self.images.append(image)
+        self.builds.append(build)
         return await self._new(role)
 
     async def exec_in(

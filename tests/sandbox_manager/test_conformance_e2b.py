@@ -204,7 +204,7 @@ class TestE2BBackend(BackendConformance):
         """Root makes a task's directories and hands them to the user; nothing else
         (no command, no file) runs as root, and a sandbox without them asks root nothing."""
         (as_root,) = fake_e2b.as_root
-        assert "mkdir -p -- /app /logs && chown -- " in as_root
+        assert "mkdir -p -- /app /logs && chown -R -- " in as_root
         made = {
             box.metadata[e2b_backend.META_KEY]: box.metadata for box in fake_e2b.sandboxes.values()
         }

@@ -40,9 +40,11 @@ from benchwright_shared.agentic import (
     AgenticTask,
     DatasetLimits,
     ProductAgentArgs,
+    builds_dockerfiles,
     environment_plan,
     files_from_rows,
     load_dataset,
+    template_plan,
 )
 from benchwright_shared.hashing import sha256_hex
 from benchwright_shared.refusal import Refused
@@ -150,18 +152,19 @@ def harbor_launch(
 
     Raises ``Refused`` naming the field at fault.
     """
-    checked = check_harbor(metadata)
+    checked = check_harbor(metadata, compute)
     for task in checked.tasks:
         _check_backend(task, compute)
     return checked.harness(), {**metadata, "harbor_harness": checked.kept()}
 
 
-def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
-    """Everything about a harbor launch that does not depend on its backend."""
+def check_harbor(metadata: dict[str, Any], compute: str | None = None) -> HarborLaunch:
+    """Everything about a harbor launch that can be known before its backend is, with
+    each Dockerfile read as ``compute`` would take it (built, or honoured as a plan)."""
     spec = _spec(metadata.get("harbor_harness"))
     _check_agent(spec.agent, spec.agent_args)
     only = _only(metadata)
-    dataset = check_dataset(spec.files, spec.dataset, only=only)
+    dataset = check_dataset(spec.files, spec.dataset, only=only, compute=compute)
     checked = HarborLaunch(spec=spec, task=only, dataset=dataset)
     for task in checked.tasks:
         if spec.agent in ORACLES and not task.has_solution:
@@ -176,15 +179,26 @@ def check_harbor(metadata: dict[str, Any]) -> HarborLaunch:
 
 
 def check_dataset(
-    files: dict[str, str], name: str, *, only: str | None = None, where: str = HARNESS_FIELD
+    files: dict[str, str],
+    name: str,
+    *,
+    only: str | None = None,
+    where: str = HARNESS_FIELD,
+    compute: str | None = None,
 ) -> AgenticDataset:
     """A dataset's layout, sizes and environments, as a launch and the registry's store
     hold them; ``where`` names the field its ``files`` and ``dataset`` came in (empty:
-    the body's own). Raises ``Refused`` naming the file at fault."""
+    the body's own). A Dockerfile is checked as a build on a ``compute`` that builds
+    one (e2b), else as the local plan. Raises ``Refused`` naming the file at fault."""
     dataset = load_dataset(files, dataset=name, only=only, limits=LIMITS, where=where)
     for task in dataset.tasks.values():
-        if not task.config.environment.docker_image:
-            environment_plan(task)  # a step that cannot be honoured refuses now
+        if task.config.environment.docker_image:
+            continue
+        # A step that cannot be built, or honoured, refuses now.
+        if builds_dockerfiles(compute):
+            template_plan(task)
+        else:
+            environment_plan(task)
     return dataset
 
 

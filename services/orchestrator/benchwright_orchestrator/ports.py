@@ -21,6 +21,7 @@ from benchwright_orchestrator.domain import Run
 from benchwright_shared.contracts import (
     CatalogListing,
     DriverUsageRecorded,
+    EnvironmentBuild,
     ModelAttached,
     RunCost,
     SandboxExecFinished,
@@ -143,11 +144,14 @@ class Workspace(Protocol):
         *,
         role: SandboxRole = "harbor_task_env",
         image: str | None = None,
+        build: EnvironmentBuild | None = None,
     ) -> str:
         """A sandbox of a task's environment: nothing but ``files`` (absolute paths, each
         under one of ``dirs``, the writable places the task's scripts name); ``role``
         ``harbor_task_env`` for an attempt, ``template_probe`` for a product's probe;
-        ``image``: the task's own container image (a backend that runs none refuses it)."""
+        ``image``: the task's own container image (a backend that runs none refuses it);
+        ``build``: its Dockerfile, built into the image it starts from (e2b builds it
+        once per environment; the wait allows for the build's bound)."""
         ...
 
     async def exec_in(

@@ -33,6 +33,8 @@ from benchwright_sandbox_manager.domain import Sandbox, SandboxAlreadyKilledErro
 from benchwright_sandbox_manager.execution import run_exec
 from benchwright_sandbox_manager.ports import (
     BackendError,
+    ImageBuilder,
+    ImageBuildError,
     IsolationUnavailableError,
     SandboxBackend,
     SandboxLimits,
@@ -90,6 +92,7 @@ REFUSAL_STATUS = {
     "unsafe_path": 400,
     "unknown_backend": 400,
     "image_unsupported": 400,
+    "build_unsupported": 400,
     "sandbox_killed": 409,
     "already_killed": 409,
     "not_held_here": 409,
@@ -128,6 +131,8 @@ def refusal(exc: BaseException, default: str) -> CommandRefused:
         return CommandRefused("isolation_unavailable", str(exc))
     if isinstance(exc, SnapshotNotFoundError):
         return CommandRefused("snapshot_not_found", str(exc))
+    if isinstance(exc, ImageBuildError):
+        return CommandRefused("image_build_failed", str(exc))
     if isinstance(exc, BackendError):
         return CommandRefused(default, str(exc))
     return CommandRefused(default, f"{type(exc).__name__}: {exc}")
@@ -233,12 +238,32 @@ class SandboxManager:
 
     # -- create -----------------------------------------------------------------
     async def create(self, command: CreateSandbox) -> None:
+        if command.build is not None:
+            # A build can outlast the consumer's ack wait: it runs beside the handler,
+            # and always answers (a copy that dies meanwhile leaves the caller to time out).
+            self._background(
+                command.command_id,
+                self._answering(
+                    command.command_id,
+                    command.run_id,
+                    "sandbox_setup_failed",
+                    lambda: self._create_answering(command),
+                ),
+            )
+            return
         await self._answering(
             command.command_id,
             command.run_id,
             "sandbox_setup_failed",
             lambda: self._create(command),
         )
+
+    async def _create_answering(self, command: CreateSandbox) -> None:
+        """``_create`` where nothing will redeliver the command: a retry is a failure."""
+        try:
+            await self._create(command)
+        except RetryLater as exc:
+            raise CommandRefused("sandbox_setup_failed", str(exc)) from exc
 
     async def _create(self, command: CreateSandbox) -> None:
         try:
@@ -249,6 +274,17 @@ class SandboxManager:
         dirs = sandbox_dirs(command.dirs)
         for file in command.files:
             sandbox_path(file.path, dirs)
+        if command.build is not None and (command.image or not isinstance(backend, ImageBuilder)):
+            raise CommandRefused(
+                "build_unsupported",
+                f"task {command.build.task!r}: "
+                + (
+                    "a sandbox starts from an image or from a build, not both"
+                    if command.image
+                    else f"the {backend.name} backend does not build a task's Dockerfile: "
+                    "the e2b backend does"
+                ),
+            )
         if command.image and not backend.runs_images:
             raise CommandRefused(
                 "image_unsupported",
@@ -267,13 +303,20 @@ class SandboxManager:
             metadata["dirs"] = list(dirs)
         if command.image:
             metadata["image"] = command.image
+        if command.build is not None:
+            metadata["build_digest"] = command.build.digest
         sandbox_id = self.app.sandbox_id_for(command.command_id)
         if await self.store.run(self.app.get, sandbox_id) is not None:
             return  # made by an earlier delivery of this command: its event answered
         with contextlib.suppress(Exception):
             await backend.kill(sandbox_id)  # what an earlier delivery here left half made
+        image = command.image
+        if command.build is not None and isinstance(backend, ImageBuilder):
+            # Built (or found built) before the sandbox exists: a failed build leaves none.
+            image = await backend.build_image(command.build)
+            metadata["image"] = image
         # Refuses (isolation_unavailable, unsafe_path) before anything exists.
-        await backend.create(sandbox_id, dirs=dirs, image=command.image)
+        await backend.create(sandbox_id, dirs=dirs, image=image)
         try:
             metadata["isolation"] = backend.isolation
             if archive is not None:

@@ -4,8 +4,9 @@ import posixpath
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from benchwright_shared.contracts import EnvironmentBuild
 from benchwright_shared.settings import Settings
 
 # ``ExecInSandbox`` reports at most this much of each of stdout and stderr.
@@ -206,6 +207,23 @@ class ExecResult:
     duration_ms: int
 
 
+class ImageBuildError(BackendError):
+    """A task's environment did not build: the message names the task, the failed
+    step and the build log's tail."""
+
+
+@runtime_checkable
+class ImageBuilder(Protocol):
+    """A backend that builds a task's environment into an image of its own (e2b)."""
+
+    async def build_image(self, build: EnvironmentBuild) -> str:
+        """The image ``create(image=...)`` starts from: built once per ``build.digest``
+        (a concurrent ask for the same one waits for that build), within
+        ``build.timeout_s``. Raises ``ImageBuildError`` when it does not build,
+        ``BackendError`` when the builder cannot be reached."""
+        ...
+
+
 class SandboxBackend(Protocol):
     name: str
     # What a second of one sandbox costs on this backend, in micro-dollars.
@@ -230,7 +248,8 @@ class SandboxBackend(Protocol):
         """Provision an empty sandbox; with ``dirs`` (checked by ``sandbox_dirs``), one
         that also presents those absolute directories, empty, writable and its user's;
         with ``image``, started from that container image (``runs_images`` backends
-        only: the manager refuses it for the others before asking).
+        only: the manager refuses it for the others before asking), or from the one
+        its own ``build_image`` returned (an ``ImageBuilder``).
 
         Raises ``IsolationUnavailableError`` when the backend cannot isolate it (or
         cannot present ``dirs``), ``UnsafePathError`` for a directory it cannot place.

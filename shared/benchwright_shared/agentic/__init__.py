@@ -4,6 +4,7 @@
     AgenticDataset         --dataset_rows / files_from_rows-->  an agentic subset's rows
     AgenticTask            --environment_plan-->  EnvironmentPlan   (local backend)
                            --kubernetes_image-->  image reference   (Kubernetes)
+                           --template_plan + environment_build-->  a build (e2b)
     task.toml network      --network_allowed / host_allowed-->  what the sandbox may reach
     /logs/verifier/reward.{json,txt}  --parse_reward-->  Reward | VerifierError
     agent_args of agent "product"     --ProductAgentArgs-->  how a product starts and is driven
@@ -13,6 +14,12 @@ naming the launch field at fault; a verifier that wrote no usable reward is a
 ``VerifierError``, distinct from a reward of 0.
 """
 
+from benchwright_shared.agentic.build import (
+    DOCKERFILE_BUILDERS,
+    builds_dockerfiles,
+    environment_build,
+    template_plan,
+)
 from benchwright_shared.agentic.config import (
     NetworkMode,
     NetworkPolicy,
@@ -50,6 +57,7 @@ from benchwright_shared.agentic.subset import dataset_rows, files_from_rows, is_
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DOCKERFILE_BUILDERS",
     "MAX_DATASET_BYTES",
     "MAX_FILES",
     "MAX_FILE_BYTES",
@@ -68,7 +76,9 @@ __all__ = [
     "Reward",
     "TaskConfig",
     "VerifierError",
+    "builds_dockerfiles",
     "dataset_rows",
+    "environment_build",
     "environment_plan",
     "files_from_rows",
     "host_allowed",
@@ -79,4 +89,5 @@ __all__ = [
     "network_allowed",
     "parse_dockerfile",
     "parse_reward",
+    "template_plan",
 ]

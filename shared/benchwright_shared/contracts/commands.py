@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchwright_shared import subjects
 from benchwright_shared.contracts.base import Contract
 from benchwright_shared.contracts.run_events import SutRef
+from benchwright_shared.hashing import canonical_json, sha256_hex
 
 # What a sandbox is for (``metadata.benchwright_role``, concepts §4): ``task`` a fanout
 # Materialize's; ``harbor_task_env`` a Harbor task's environment, where its agent and
@@ -150,6 +151,42 @@ class SandboxFile(BaseModel):
     object_name: str | None = None
 
 
+# How long a build of a task's environment may take unless the task says (Harbor's
+# ``[environment] build_timeout_sec`` default).
+DEFAULT_BUILD_TIMEOUT_S = 600.0
+# The most a task may give its build.
+MAX_BUILD_TIMEOUT_S = 3 * 3600.0
+
+
+class EnvironmentBuild(BaseModel):
+    """A Harbor task's ``environment/`` folder, built into the image its sandboxes
+    start from by a backend that builds (e2b: a template). ``context`` holds the
+    folder's files by path relative to it, the Dockerfile among them; ``digest``
+    names the build by what it is made of, so one environment is built once."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # Named in a failed build's error.
+    task: str = Field(min_length=1, max_length=256)
+    dockerfile: str
+    context: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=DEFAULT_BUILD_TIMEOUT_S, gt=0, le=MAX_BUILD_TIMEOUT_S)
+    # The build's resources (Harbor's ``cpus`` and ``memory_mb``), when the task sets them.
+    cpu_count: int | None = Field(default=None, ge=1, le=64)
+    memory_mb: int | None = Field(default=None, ge=1)
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of what the image is made of (the task's name and the bound are not)."""
+        made_of = {
+            "dockerfile": self.dockerfile,
+            "context": self.context,
+            "cpu_count": self.cpu_count,
+            "memory_mb": self.memory_mb,
+        }
+        return sha256_hex(canonical_json(made_of))
+
+
 class CreateSandbox(Contract):
     subject: ClassVar[str] = subjects.CREATE_SANDBOX
 
@@ -170,6 +207,11 @@ class CreateSandbox(Contract):
     # backend that runs images (sandbox0) takes one; the others refuse it
     # (``image_unsupported``) before anything exists.
     image: str | None = Field(default=None, max_length=512)
+    # The task's environment to build and start from (a Harbor task's Dockerfile, on a
+    # backend that builds: e2b); the others refuse it (``build_unsupported``). A build
+    # can outlast the command consumer's ack wait: such a command is answered from
+    # the background, within ``build.timeout_s`` plus the usual setup.
+    build: EnvironmentBuild | None = None
 
 
 class Egress(BaseModel):

@@ -4,7 +4,8 @@ Only what the e2b SDK calls for the ``e2b`` backend:
 
 * REST, behind ``X-API-Key``: ``POST /v2/sandboxes``, ``GET /v2/sandboxes`` (by
   metadata), ``POST /v2/sandboxes/{id}/connect``, ``POST /sandboxes/{id}/timeout``,
-  ``DELETE /sandboxes/{id}``;
+  ``DELETE /sandboxes/{id}``, and the template build API (``e2b_templates.py``: a
+  sandbox may start from a template built there once its build is ready);
 * envd, behind the sandbox's ``X-Access-Token`` and named by the ``E2b-Sandbox-Id``
   header as E2B's own proxy does: ``GET /health``, ``GET /files``, ``POST /files``
   (octet-stream) and the Connect RPC service ``process.Process`` (``Start`` streaming,
@@ -58,6 +59,7 @@ from benchwright_sandbox_manager.backends.local import LocalBackend
 from benchwright_sandbox_manager.backends.processes import kill_group
 from benchwright_sandbox_manager.ports import SandboxLimits
 from benchwright_shared.settings import Settings
+from tests.sandbox_manager.fakes.e2b_templates import FakeTemplates
 
 ENVD_VERSION = "0.6.7"
 HOME = "/work"
@@ -161,6 +163,8 @@ class FakeE2B:
         self.sandboxes: dict[str, FakeSandbox] = {}
         # Every sandbox ever created here, killed ones too: (id, metadata).
         self.created: list[tuple[str, dict[str, str]]] = []
+        # The template each of them started from, in the same order.
+        self.started_from: list[str] = []
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -168,8 +172,10 @@ class FakeE2B:
         self._rpc = process_connect.ProcessASGIApplication(
             _ProcessService(self), codecs=[ENVD_JSON_CODEC]
         )
+        self.templates = FakeTemplates(lambda: self.url, self._authorized)
         self._http = Starlette(
             routes=[
+                *self.templates.routes(),
                 Route("/v2/sandboxes", self._create, methods=["POST"]),
                 Route("/v2/sandboxes", self._list, methods=["GET"]),
                 Route("/v2/sandboxes/{sandbox_id}/connect", self._connect, methods=["POST"]),
@@ -238,6 +244,9 @@ class FakeE2B:
         if not self._authorized(request):
             return _error(401, "Invalid API key")
         body = await request.json()
+        refusal = self.templates.refusal(body["templateID"])
+        if refusal is not None:
+            return _error(400, refusal)
         sandbox_id = f"i{uuid.uuid4().hex[:19]}"
         box = FakeSandbox(
             sandbox_id=sandbox_id,
@@ -252,7 +261,15 @@ class FakeE2B:
         )
         await self.local.create(box.local_id, dirs=self.vm_dirs)
         self.sandboxes[sandbox_id] = box
+        # What the template's build copied in (it must lie in the VM's dirs or home).
+        for path, data in self.templates.files_of(box.template).items():
+            target = self.host_path(box, path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            folder = next(f for f in self._places(box).values() if target.is_relative_to(f))
+            self.local._own(target, box.local_id, base=folder)
         self.created.append((sandbox_id, dict(box.metadata)))
+        self.started_from.append(box.template)
         return JSONResponse(box.info(), status_code=201)
 
     async def _list(self, request: Request) -> Response:

@@ -191,7 +191,8 @@ def _check_bridged(body: LaunchRequest, modes: list[str]) -> None:
         )
     # Refused here, before the funds and idempotency checks, not later.
     if body.harness == "harbor":
-        check_harbor(metadata)  # the backend is checked once the account's default is known
+        # Checked again once the account's default backend is known (``harbor_launch``).
+        check_harbor(metadata, body.compute)
     else:
         inspect_launch(metadata)
     if body.sut is None:

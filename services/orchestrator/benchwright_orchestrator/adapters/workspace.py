@@ -36,6 +36,7 @@ from benchwright_shared.contracts import (
     Contract,
     CreateSandbox,
     DetachModel,
+    EnvironmentBuild,
     ExecInSandbox,
     GetImpl,
     GetSubsetRows,
@@ -242,10 +243,13 @@ class NatsWorkspace:
         *,
         role: SandboxRole = "harbor_task_env",
         image: str | None = None,
+        build: EnvironmentBuild | None = None,
     ) -> str:
         command = self._create_command(role, files, None, dirs=dirs)
-        reply = await self.request(command.model_copy(update={"image": image}))
-        return self._recorded(reply)
+        command = command.model_copy(update={"image": image, "build": build})
+        # A build answers once it is done: the wait allows for its bound.
+        timeout = COMMAND_TIMEOUT_S + (build.timeout_s if build is not None else 0.0)
+        return self._recorded(await self.request(command, timeout))
 
     async def keep_text(self, text: str) -> str:
         data = text.encode()

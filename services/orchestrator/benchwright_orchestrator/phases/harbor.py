@@ -69,12 +69,15 @@ from benchwright_shared.agentic import (
     AgenticTask,
     EnvironmentPlan,
     VerifierError,
+    builds_dockerfiles,
+    environment_build,
     environment_plan,
     image_plan,
     load_dataset,
     parse_reward,
+    template_plan,
 )
-from benchwright_shared.contracts import SandboxFile, TaskOutcome
+from benchwright_shared.contracts import EnvironmentBuild, SandboxFile, TaskOutcome
 from benchwright_shared.contracts.agent_events import (
     AgentAttemptEnded,
     AgentToolResult,
@@ -106,14 +109,28 @@ def harbor_dataset(ctx: PhaseContext) -> AgenticDataset:
         raise PhaseError("harness_task_broken", exc.detail or exc.title) from None
 
 
-def _plan(task: AgenticTask) -> EnvironmentPlan:
+def _plan(task: AgenticTask, backend: str) -> EnvironmentPlan:
     try:
         # A task's own image is its environment (the gateway sends it to sandbox0 only).
         if task.config.environment.docker_image:
             return image_plan(task)
+        # A backend that builds the Dockerfile runs it whole (decision 0058).
+        if builds_dockerfiles(backend):
+            return template_plan(task)
         return environment_plan(task)
     except Refused as exc:
         raise PhaseError("environment_refused", exc.detail or exc.title) from None
+
+
+def _builds(tasks: list[AgenticTask], backend: str) -> dict[str, EnvironmentBuild]:
+    """The environments to build, by task: each Dockerfile task's, where the backend builds."""
+    if not builds_dockerfiles(backend):
+        return {}
+    return {
+        task.name: environment_build(task)
+        for task in tasks
+        if not task.config.environment.docker_image
+    }
 
 
 async def harbor_setup(ctx: PhaseContext) -> None:
@@ -122,7 +139,7 @@ async def harbor_setup(ctx: PhaseContext) -> None:
     dataset = harbor_dataset(ctx)
     noted: dict[str, list[str]] = {}
     for task in dataset.tasks.values():
-        for note in _plan(task).notes:
+        for note in _plan(task, run.backend).notes:
             noted.setdefault(note, []).append(task.name)
     for note, names in noted.items():
         run.agent_text(phase="setup", text=f"{note} (tasks: {', '.join(names)})")
@@ -164,10 +181,11 @@ async def harbor_materialize(ctx: PhaseContext) -> None:
             ctx,
             model,
             tasks,
-            {t.name: _plan(t) for t in tasks},
+            {t.name: _plan(t, run.backend) for t in tasks},
             str(harness.get("agent") or AGENT_NAME),
             dict(harness.get("agent_args") or {}),
             client,
+            _builds(tasks, run.backend),
         )
         if harbor.agent == PRODUCT_AGENT and todo:
             await probe_products(harbor, [index for index, _ in todo])
@@ -264,8 +282,9 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
     # Harbor's "separate" verifier: a fresh sandbox, holding what the agent left.
     separate = task.config.verifier.environment_mode == "separate"
     image = task.config.environment.docker_image
+    build = harbor.builds.get(task.name)
     sandbox_id = await create_held(
-        work, work.create_agentic_sandbox(files, sandbox_dirs(plan), image=image)
+        work, work.create_agentic_sandbox(files, sandbox_dirs(plan), image=image, build=build)
     )
     try:
         network = _network(harbor, task, "agent")
@@ -282,7 +301,10 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
         await kill_held(work, sandbox_id)
     if separate:
         fresh = await create_held(
-            work, work.create_agentic_sandbox([*files, carried], sandbox_dirs(plan), image=image)
+            work,
+            work.create_agentic_sandbox(
+                [*files, carried], sandbox_dirs(plan), image=image, build=build
+            ),
         )
         try:
             await restore_final_state(work, fresh)

@@ -11,7 +11,7 @@ from benchwright_orchestrator.agents.ports import Trajectory
 from benchwright_orchestrator.phases.context import PhaseContext
 from benchwright_orchestrator.phases.trajectory import RunTrajectory
 from benchwright_shared.agentic import AgenticTask, EnvironmentPlan
-from benchwright_shared.contracts import ModelAttached
+from benchwright_shared.contracts import EnvironmentBuild, ModelAttached
 from benchwright_shared.contracts.agent_events import (
     AgentAttemptEnded,
     AgentAttemptStarted,
@@ -56,6 +56,8 @@ class HarborAttempts:
     agent: str
     agent_args: dict[str, Any]
     client: httpx.AsyncClient
+    # Each task's environment to build, on a backend that builds Dockerfiles (e2b).
+    builds: dict[str, EnvironmentBuild] = field(default_factory=dict)
     trajectory: Trajectory = field(init=False)
 
     def __post_init__(self) -> None:

@@ -144,6 +144,7 @@ async def _probe(
             sandbox_dirs(plan),
             role="template_probe",
             image=tasks[0].config.environment.docker_image,
+            build=harbor.builds.get(tasks[0].name),
         ),
     )
     try:

@@ -21,6 +21,10 @@ may not overlap the user's home, where the working directory is.
 
 Sandboxes carry our sandbox id (and their directories) in their metadata: after a
 restart they are found again by it.
+
+A sandbox starts from the configured template (``BW_E2B_TEMPLATE``), or from one
+built from a Harbor task's Dockerfile (``build_image``, ``templates.py``): built
+once per environment, its id then the ``image`` the sandbox is created from.
 """
 
 import asyncio
@@ -49,6 +53,7 @@ from benchwright_sandbox_manager.backends.e2b.commands import (
     proxied_env,
     settle,
 )
+from benchwright_sandbox_manager.backends.e2b.templates import TemplateBuilds
 from benchwright_sandbox_manager.ports import (
     BackendError,
     ExecResult,
@@ -63,6 +68,7 @@ from benchwright_sandbox_manager.ports import (
     split_path,
 )
 from benchwright_sandbox_manager.runtime import launcher_source
+from benchwright_shared.contracts import EnvironmentBuild
 from benchwright_shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -131,6 +137,7 @@ class E2BBackend:
         self._locks: dict[str, asyncio.Lock] = {}
         # One file, ``command_limits`` inlined: the sandbox has no Benchwright to import.
         self._launcher = launcher_source(LAUNCHER)
+        self.templates = TemplateBuilds(_sdk, self._opts, root / "builds")
 
     # -- isolation ----------------------------------------------------------------
     @property
@@ -182,6 +189,11 @@ class E2BBackend:
         return network
 
     # -- sandboxes ----------------------------------------------------------------
+    async def build_image(self, build: EnvironmentBuild) -> str:
+        """The id of the e2b template built from ``build`` (``templates.py``)."""
+        self._check()
+        return await self.templates.template_for(build)
+
     async def create(
         self, sandbox_id: str, *, dirs: Sequence[str] = (), image: str | None = None
     ) -> None:
@@ -191,9 +203,10 @@ class E2BBackend:
         metadata = {META_KEY: sandbox_id}
         if dirs:
             metadata[META_DIRS] = json.dumps(dirs)
+        template = image or self.settings.e2b_template
         try:
             sdk = await e2b.AsyncSandbox.create(
-                template=self.settings.e2b_template,
+                template=template,
                 timeout=IDLE_TTL_S,
                 metadata=metadata,
                 network=self._network(),
@@ -202,7 +215,7 @@ class E2BBackend:
         except _sdk_errors() as exc:
             raise BackendError(f"e2b could not create a sandbox: {exc}") from exc
         try:
-            box = await self._setup(sdk)
+            box = await self._setup(sdk, template)
             await self._make_dirs(box, dirs)
         except BaseException:
             with contextlib.suppress(*_sdk_errors()):
@@ -211,7 +224,7 @@ class E2BBackend:
         box.alive_until = time.monotonic() + IDLE_TTL_S
         self._boxes[sandbox_id] = box
 
-    async def _setup(self, sdk: "AsyncSandbox") -> _Box:
+    async def _setup(self, sdk: "AsyncSandbox", template: str | None = None) -> _Box:
         """The working directory (made here) and the interpreter the launcher runs on."""
         script = (
             'cd "$HOME" && mkdir -p work .bw-tmp && pwd -P && cd work && pwd -P'
@@ -220,8 +233,8 @@ class E2BBackend:
         lines = (await self._helper(sdk, script, None)).splitlines()
         if len(lines) != 4:
             raise BackendError(
-                f"the e2b template {self.settings.e2b_template!r} needs python3 and a "
-                f"writable home (found {lines})"
+                f"the e2b template {template or self.settings.e2b_template!r} needs "
+                f"python3 and a writable home (found {lines})"
             )
         home, workdir, python, ids = lines
         return _Box(sdk=sdk, home=home, workdir=workdir, python=python, ids=ids)
@@ -237,7 +250,8 @@ class E2BBackend:
         if not dirs:
             return
         quoted = shlex.join(dirs)
-        script = f"mkdir -p -- {quoted} && chown -- {shlex.quote(box.ids)} {quoted}"
+        # Recursive: a template built from a Dockerfile may have put files there as root.
+        script = f"mkdir -p -- {quoted} && chown -R -- {shlex.quote(box.ids)} {quoted}"
         await self._helper(box.sdk, script, None, user="root")
 
     async def _box(self, sandbox_id: str) -> _Box:
