@@ -5,9 +5,13 @@ any crash of its agent stay out of the orchestrator. Its environment relays each
 exec, upload and download here over the child's stdin/stdout (``agents.harbor_wire``);
 each is carried out in the attempt's task sandbox with ``exec_in`` and recorded as an
 ``AgentToolResult`` (turn 0: the bridge sees the agent's commands, not its model
-turns, which the proxy meters). The child holds the run's proxy key and no other;
-its environment is built from nothing of the orchestrator's but ``PATH`` and
-``PYTHONPATH``.
+turns). The child holds the run's proxy key and no other; its environment is built
+from nothing of the orchestrator's but ``PATH`` and ``PYTHONPATH``.
+
+What the model calls cost is what the proxy stamped on each answer, which the child
+reports call by call (``ChildSpent``) and the session sums: the attempt's row and its
+``AgentAttemptEnded`` carry that cost, those tokens and that count of calls (as the
+platform's own agent's do), an attempt cut short by its timeout included.
 
 Bounds: the task's agent timeout covers the whole child (each exec gets at most what
 is left of it), a reply line at most ``LINE_LIMIT`` bytes, the child's stderr kept to
@@ -38,6 +42,7 @@ from benchwright_orchestrator.agents.harbor_wire import (
     BridgeModel,
     ChildDone,
     ChildRequest,
+    ChildSpent,
     ParentReply,
     read_child_line,
 )
@@ -123,24 +128,18 @@ async def run_bridged(
     except TimeoutError:
         reason = "wall_time"
     ms = int((time.monotonic() - began) * 1000)
+    # An agent that crashed still spent what it spent: its end event says so.
     if done is None and reason != "wall_time":
         detail = f"harbor's {name} agent exited without finishing: {session.stderr_tail()}"
-        await _ended(harbor, ids, "crashed", ms, detail)
+        await _ended(harbor, ids, ms, detail, session.spent("crashed"))
         raise PhaseError("agent_crashed", detail)
     if done is not None and done.error is not None:
         detail = f"harbor's {name} agent failed: {done.error}"
-        await _ended(harbor, ids, "crashed", ms, detail)
+        await _ended(harbor, ids, ms, detail, session.spent("crashed"))
         raise PhaseError("agent_error", detail)
-    spent = done or ChildDone()
-    await _ended(harbor, ids, reason, ms, None, spent)
-    return AttemptEnd(
-        reason=reason,
-        turns=0,
-        input_tokens=spent.input_tokens,
-        output_tokens=spent.output_tokens,
-        # The proxy bills the calls; Harbor's own estimate is not the platform's figure.
-        cost_micros=None,
-    )
+    spent = session.spent(reason)
+    await _ended(harbor, ids, ms, None, spent)
+    return spent
 
 
 def _model(harbor: HarborAttempts, ref: AttemptRef) -> BridgeModel:
@@ -154,28 +153,19 @@ def _model(harbor: HarborAttempts, ref: AttemptRef) -> BridgeModel:
 
 
 async def _ended(
-    harbor: HarborAttempts,
-    ids: dict[str, Any],
-    reason: AttemptEndReason,
-    ms: int,
-    detail: str | None,
-    spent: ChildDone | None = None,
+    harbor: HarborAttempts, ids: dict[str, Any], ms: int, detail: str | None, spent: AttemptEnd
 ) -> None:
-    tokens: dict[str, Any] = {}
-    if spent is not None:
-        tokens = {
-            "input_tokens": spent.input_tokens,
-            "output_tokens": spent.output_tokens,
-            "tokens": spent.input_tokens + spent.output_tokens,
-        }
     await harbor.trajectory.record(
         AgentAttemptEnded(
             **ids,
-            reason=reason,
-            turns=0,
+            reason=spent.reason,
+            turns=spent.turns,
+            tokens=spent.tokens,
+            input_tokens=spent.input_tokens,
+            output_tokens=spent.output_tokens,
+            cost_micros=spent.cost_micros,
             duration_ms=ms,
             detail=detail,
-            **tokens,
         )
     )
 
@@ -213,6 +203,18 @@ class _Session:
         self.harbor, self.box, self.ref, self.deadline = harbor, box, ref, deadline
         self.stderr: collections.deque[bytes] = collections.deque()
         self.stderr_bytes = 0
+        self.calls: list[ChildSpent] = []
+
+    def spent(self, reason: AttemptEndReason) -> AttemptEnd:
+        """The attempt's model calls as the proxy metered them; no cost when none was."""
+        return AttemptEnd(
+            reason=reason,
+            # Each call the proxy answered: the row's ``calls``, as for our own agent's turns.
+            turns=len(self.calls),
+            input_tokens=sum(c.input_tokens for c in self.calls),
+            output_tokens=sum(c.output_tokens for c in self.calls),
+            cost_micros=sum(c.cost_micros for c in self.calls) if self.calls else None,
+        )
 
     def stderr_tail(self) -> str:
         return b"".join(self.stderr)[-STDERR_KEEP:].decode(errors="replace").strip()[-2000:]
@@ -237,6 +239,9 @@ class _Session:
                 said = read_child_line(line)
                 if isinstance(said, ChildDone):
                     return said
+                if isinstance(said, ChildSpent):
+                    self.calls.append(said)
+                    continue
                 reply = await self._carry_out(said)
                 child.stdin.write(reply.model_dump_json(exclude_none=True).encode() + b"\n")
                 await child.stdin.drain()
