@@ -393,8 +393,8 @@ def build_http_app(
 
         call_id = request.headers.get("x-benchwright-call-id")
         if call_id:
-            key = call_key(binding.run_id, call_id, raw)
-            return await recent.once(key, lambda: _complete(call, body, keep))
+            once = call_key(binding.run_id, call_id, raw)
+            return await recent.once(once, lambda: _complete(call, body, keep))
         return await _complete(call, body, keep)
 
     return app
