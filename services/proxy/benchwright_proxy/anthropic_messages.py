@@ -122,7 +122,12 @@ def as_events(message: dict[str, Any]) -> list[bytes]:
 def _block_start_and_delta(block: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     kind = block.get("type")
     if kind == "tool_use":
-        start: dict[str, Any] = {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": {}}
+        start: dict[str, Any] = {
+            "type": "tool_use",
+            "id": block.get("id"),
+            "name": block.get("name"),
+            "input": {},
+        }
         return start, {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
     if kind == "thinking":
         return {"type": "thinking", "thinking": ""}, {
