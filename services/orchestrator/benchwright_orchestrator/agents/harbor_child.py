@@ -204,6 +204,9 @@ def _agent_kwargs(config: BridgeConfig, task_dir: Path, paths: TrialPaths) -> di
         kwargs["llm_call_kwargs"] = calls
         # asciinema is absent offline and its recording is not kept.
         kwargs.setdefault("record_terminal_session", False)
+    if config.installed:
+        # The CLI is in the sandbox already: Harbor's install would fetch it from the network.
+        kwargs["skip_install"] = True
     return kwargs
 
 
@@ -259,6 +262,10 @@ async def main() -> int:
     if config.model is not None:
         # LiteLLM's OpenAI client reads its key here; only the proxy's key is ever set.
         os.environ["OPENAI_API_KEY"] = config.model.api_key
+        if config.installed:
+            # What Harbor hands an installed agent's CLI: the proxy's key and address.
+            os.environ["ANTHROPIC_API_KEY"] = config.model.api_key
+            os.environ["ANTHROPIC_BASE_URL"] = config.model.api_base
     relay = Relay(out, replies)
     reading = asyncio.create_task(relay.read_replies())
     client = meter_model_calls(relay) if config.model is not None else None

@@ -61,6 +61,8 @@ class BridgeConfig(BaseModel):
     timeout_s: float
     model: BridgeModel | None = None
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    # One of Harbor's installed agents, whose CLI the sandbox already has.
+    installed: bool = False
 
 
 class ChildRequest(BaseModel):

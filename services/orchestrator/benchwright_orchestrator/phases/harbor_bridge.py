@@ -19,6 +19,17 @@ its last ``STDERR_KEEP`` bytes. A timeout, a halt or a crash kills the child; a 
 that exits without saying ``done``, or whose agent raised, makes the trial an error
 row naming it.
 
+Harbor's installed agents (``harbor:claude-code``) run their CLI in the sandbox,
+where it must already be: nothing is installed (Harbor's ``skip_install``), the
+binary is looked for first on the sandbox's ``PATH`` with the operator's agent
+directory (``AGENT_BIN_MOUNT``) before it, and an attempt without it is an error row
+naming it (``agent_unavailable``). Each of the agent's execs runs under the product
+driver's relay (``agents/product_driver.py``, its ``exec`` mode): the CLI's
+``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL`` lead to a loopback relay that adds the
+task and trial and passes each call to the run's proxy, whose stamps it reports
+call by call on stderr after a per-attempt mark. The CLI holds the run's proxy key,
+never a provider's.
+
 ``harbor:terminus-2`` drives a tmux session. Each exec in a task sandbox is a process
 tree of its own, so a tmux server started by one would die with it: the bridge holds
 one ``tmux -D`` server for the agent's lifetime as a long exec, its socket under
@@ -31,6 +42,7 @@ import collections
 import contextlib
 import errno
 import os
+import secrets
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -48,6 +60,7 @@ from benchwright_orchestrator.agents.harbor_wire import (
 )
 from benchwright_orchestrator.agents.loop import AttemptEnd, AttemptRef
 from benchwright_orchestrator.phases.harbor_attempts import HarborAttempts
+from benchwright_orchestrator.phases.harbor_product import DRIVER_PYTHON, driver_source
 from benchwright_orchestrator.phases.task_sandbox import WorkspaceTaskSandbox
 from benchwright_orchestrator.ports import PhaseError
 from benchwright_shared.agentic import AgenticTask
@@ -59,12 +72,16 @@ from benchwright_shared.contracts.agent_events import (
     AttemptEndReason,
     cap_text,
 )
+from benchwright_shared.hashing import canonical_json
+from benchwright_shared.settings import AGENT_BIN_MOUNT
 
 __all__ = ["BRIDGE_AGENTS", "BRIDGE_PREFIX", "run_bridged"]
 
 BRIDGE_PREFIX = "harbor:"
+# Harbor's installed agents the bridge runs, by the CLI each needs in the sandbox.
+INSTALLED_AGENTS = {"claude-code": "claude"}
 # Harbor's agents the bridge runs; those that call a model get the run's proxy.
-MODEL_AGENTS = ("terminus-2",)
+MODEL_AGENTS = ("terminus-2", *INSTALLED_AGENTS)
 BRIDGE_AGENTS = tuple(f"{BRIDGE_PREFIX}{n}" for n in ("oracle", "nop", *MODEL_AGENTS))
 DEFAULT_AGENT_TIMEOUT_S = 600.0
 LINE_LIMIT = 8 * 1024 * 1024
@@ -74,6 +91,8 @@ MAX_DOWNLOAD_BYTES = 48_000
 TMUX_DIR = "/logs/agent"
 TMUX_READY_S = 10.0
 EXIT_GRACE_S = 5.0
+# A sandbox's PATH when its environment names none (a Debian image's).
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 FILE_TIMEOUT_S = 60.0
 DOWNLOAD_SCRIPT = (
     's=$(stat -c %s -- "$1") || exit 1; '
@@ -107,7 +126,10 @@ async def run_bridged(
         )
     )
     began = time.monotonic()
+    if name in INSTALLED_AGENTS:
+        await _find_cli(harbor, box, ids, name)
     session = _Session(harbor, box, ref, deadline=began + timeout_s)
+    session.installed = name in INSTALLED_AGENTS
     config = BridgeConfig(
         agent=name,
         task_name=task.name,
@@ -115,13 +137,14 @@ async def run_bridged(
         task_files={p: c.decode() for p, c in task.files.items() if not p.startswith("tests/")},
         workdir=harbor.plans[task.name].workdir,
         timeout_s=timeout_s,
-        model=_model(harbor, ref) if name in MODEL_AGENTS else None,
+        model=_model(harbor, ref, name) if name in MODEL_AGENTS else None,
+        installed=session.installed,
     )
     reason: AttemptEndReason = "done"
     done: ChildDone | None = None
     try:
         async with contextlib.AsyncExitStack() as stack:
-            if name in MODEL_AGENTS:
+            if name == "terminus-2":
                 await stack.enter_async_context(_tmux_server(box, timeout_s))
             async with asyncio.timeout(timeout_s):
                 done = await session.run(config)
@@ -142,14 +165,41 @@ async def run_bridged(
     return spent
 
 
-def _model(harbor: HarborAttempts, ref: AttemptRef) -> BridgeModel:
+def _model(harbor: HarborAttempts, ref: AttemptRef, name: str) -> BridgeModel:
     model = harbor.model
+    if name in INSTALLED_AGENTS:
+        # Harbor hands these to the CLI; in the sandbox the driver's relay replaces the URL.
+        return BridgeModel(
+            name=f"anthropic/{model.model_id}",
+            api_base=model.proxy_url.rstrip("/"),
+            api_key=model.proxy_key,
+        )
     return BridgeModel(
         name=f"openai/{model.model_id}",
         api_base=model.proxy_url.rstrip("/") + "/v1",
         api_key=model.proxy_key,
         headers={"x-benchwright-task": str(ref.index), "x-benchwright-trial": str(ref.trial)},
     )
+
+
+async def _find_cli(
+    harbor: HarborAttempts, box: WorkspaceTaskSandbox, ids: dict[str, Any], name: str
+) -> None:
+    """The installed agent's CLI on the sandbox's PATH, the operator's directory first;
+    ``PhaseError`` (``agent_unavailable``) naming it when it is not there."""
+    path = box.env.get("PATH") or SANDBOX_PATH
+    box.env = {**box.env, "PATH": f"{AGENT_BIN_MOUNT}:{path}"}
+    binary = INSTALLED_AGENTS[name]
+    found = await box.exec(["sh", "-c", 'command -v -- "$1"', "sh", binary], timeout_s=30)
+    if found.exit_code == 0:
+        return
+    detail = (
+        f"harbor's {name} agent runs the {binary!r} CLI, which is not in this task's "
+        f"sandbox (PATH {box.env['PATH']}); the platform installs no agent: put it in "
+        "the task's image or in the operator's agent directory (BW_AGENT_BIN_DIR)"
+    )
+    await _ended(harbor, ids, 0, detail, AttemptEnd("crashed", 0, 0, 0, None))
+    raise PhaseError("agent_unavailable", detail)
 
 
 async def _ended(
@@ -204,6 +254,9 @@ class _Session:
         self.stderr: collections.deque[bytes] = collections.deque()
         self.stderr_bytes = 0
         self.calls: list[ChildSpent] = []
+        # An installed agent's execs run under the driver's relay; its lines carry this.
+        self.installed = False
+        self.mark = f"bw-spent-{secrets.token_hex(8)}"
 
     def spent(self, reason: AttemptEndReason) -> AttemptEnd:
         """The attempt's model calls as the proxy metered them; no cost when none was."""
@@ -275,19 +328,57 @@ class _Session:
 
     async def _exec(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
         box = self.box
+        argv, env, stdin = (
+            ["bash", "-c", request.command or ""],
+            {**box.env, **(request.env or {})},
+            None,
+        )
+        if self.installed:
+            argv, env, stdin = self._relayed(request.command or "", env)
         done = await self.harbor.ctx.work.exec_in(
             box.sandbox_id,
-            ["bash", "-c", request.command or ""],
+            argv,
+            stdin=stdin,
             cwd=request.cwd,
-            env={**box.env, **(request.env or {})},
+            env=env,
             timeout_s=min(request.timeout_s or left, left),
             network=box.network,
         )
+        stderr = self._spent_lines(done.stderr) if self.installed else done.stderr
         # What ``timeout`` returns: Harbor's agents read it as a command that ran too long.
         code = 124 if done.timed_out else done.exit_code
-        reply = ParentReply(id=request.id, exit_code=code, stdout=done.stdout, stderr=done.stderr)
-        errors = f"\n[stderr]\n{done.stderr}" if done.stderr else ""
+        reply = ParentReply(id=request.id, exit_code=code, stdout=done.stdout, stderr=stderr)
+        errors = f"\n[stderr]\n{stderr}" if stderr else ""
         return reply, f"$ {request.command}\n{done.stdout}{errors}"
+
+    def _relayed(self, command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str], str]:
+        """The command under the driver's relay, which leads its model calls to the proxy."""
+        model = self.harbor.model
+        config = {
+            "exec": command,
+            "index": self.ref.index,
+            "trial": self.ref.trial,
+            "mark": self.mark,
+        }
+        routed = {
+            **env,
+            # The sandbox routes this one address to the proxy; the relay hands it on.
+            "BW_MODEL_PROXY_URL": model.proxy_url,
+            "BW_MODEL_PROXY_KEY": model.proxy_key,
+            "BW_MODEL_MODEL": model.model_id,
+        }
+        return [DRIVER_PYTHON, "-I", "-c", driver_source()], routed, canonical_json(config)
+
+    def _spent_lines(self, stderr: str) -> str:
+        """The command's stderr without the relay's lines, each counted as a call."""
+        kept = []
+        for line in stderr.splitlines(keepends=True):
+            if not line.startswith(self.mark + " "):
+                kept.append(line)
+                continue
+            with contextlib.suppress(ValueError):
+                self.calls.append(ChildSpent.model_validate_json(line[len(self.mark) + 1 :]))
+        return "".join(kept)
 
     async def _upload(self, request: ChildRequest, left: float) -> tuple[ParentReply, str]:
         content = request.content_b64 or ""
