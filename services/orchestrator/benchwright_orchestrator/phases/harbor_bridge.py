@@ -190,14 +190,22 @@ async def _find_cli(
     path = box.env.get("PATH") or SANDBOX_PATH
     box.env = {**box.env, "PATH": f"{AGENT_BIN_MOUNT}:{path}"}
     binary = INSTALLED_AGENTS[name]
-    found = await box.exec(["sh", "-c", 'command -v -- "$1"', "sh", binary], timeout_s=30)
-    if found.exit_code == 0:
+    look = 'for n; do command -v -- "$n" >/dev/null || echo "$n"; done'
+    found = await box.exec(["sh", "-c", look, "sh", binary, DRIVER_PYTHON], timeout_s=30)
+    missing = found.stdout.split() if found.exit_code == 0 else [binary]
+    if not missing:
         return
-    detail = (
-        f"harbor's {name} agent runs the {binary!r} CLI, which is not in this task's "
-        f"sandbox (PATH {box.env['PATH']}); the platform installs no agent: put it in "
-        "the task's image or in the operator's agent directory (BW_AGENT_BIN_DIR)"
-    )
+    if binary in missing:
+        detail = (
+            f"harbor's {name} agent runs the {binary!r} CLI, which is not in this task's "
+            f"sandbox (PATH {box.env['PATH']}); the platform installs no agent: put it in "
+            "the task's image or in the operator's agent directory (BW_AGENT_BIN_DIR)"
+        )
+    else:
+        detail = (
+            f"harbor's {name} agent needs {DRIVER_PYTHON!r} in the task's sandbox, for the "
+            f"relay that leads its CLI's calls to the run's proxy (PATH {box.env['PATH']})"
+        )
     await _ended(harbor, ids, 0, detail, AttemptEnd("crashed", 0, 0, 0, None))
     raise PhaseError("agent_unavailable", detail)
 
