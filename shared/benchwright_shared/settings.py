@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Where a local sandbox sees ``Settings.agent_bin_dir``.
+AGENT_BIN_MOUNT = "/opt/benchwright/agent-bin"
+
 
 def default_data_dir() -> Path:
     return Path.home() / ".benchwright"
@@ -137,6 +140,10 @@ class Settings(BaseSettings):
     # When the sandbox-manager runs as root, each sandbox runs as its own uid from
     # this base upwards (a hash of its id), never as root.
     sandbox_uid_base: int = 1_000_000
+    # A host directory of agent CLIs (``claude``, ...) every local sandbox sees,
+    # read-only, at ``AGENT_BIN_MOUNT``; Harbor's bridge puts it first on the PATH of
+    # its installed agents (``harbor:claude-code``). The platform installs no agent.
+    agent_bin_dir: Path | None = None
     # A fixed egress proxy (HTTP CONNECT) for sandboxes whose command names none;
     # runs get the injector's per-run address instead (``injector_*`` below).
     egress_proxy_url: str | None = None

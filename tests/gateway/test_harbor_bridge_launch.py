@@ -1,10 +1,10 @@
 """Launches of Harbor's own agents through the bridge (``agent: "harbor:<name>"``):
-accepted for those the bridge runs, refused naming ``agent`` for an installed-agent
-CLI the task sandbox lacks, and for any of them when the ``harbor`` package is not
-installed."""
+accepted for those the bridge runs (``harbor:claude-code`` included: whether its CLI
+is in the sandbox is known there, an error row naming it when it is not), refused
+naming ``agent`` for an installed-agent CLI the bridge cannot point at the proxy,
+and for any of them when the ``harbor`` package is not installed."""
 
 import importlib.util
-import shutil
 
 import pytest
 
@@ -16,7 +16,9 @@ from tests.gateway.test_launch_operations import ACCOUNT, FakePorts, body, refus
 AGENT_FIELD = "metadata.harbor_harness.agent"
 
 
-@pytest.mark.parametrize("agent", ["harbor:oracle", "harbor:nop", "harbor:terminus-2"])
+@pytest.mark.parametrize(
+    "agent", ["harbor:oracle", "harbor:nop", "harbor:terminus-2", "harbor:claude-code"]
+)
 async def test_harbors_own_agents_launch_through_the_bridge(agent: str) -> None:
     ports = FakePorts()
     await launching.launch(ports, ACCOUNT, body(**harbor_body(harness={"agent": agent})), "k1")
@@ -24,31 +26,26 @@ async def test_harbors_own_agents_launch_through_the_bridge(agent: str) -> None:
     assert command.harness is not None and command.harness["agent"] == agent
 
 
-async def test_an_installed_agent_cli_absent_from_the_sandbox_is_refused_naming_it(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("agent", ["harbor:codex", "harbor:gemini-cli", "harbor:aider"])
+async def test_an_installed_agent_the_bridge_cannot_point_at_the_proxy_is_refused(
+    agent: str,
 ) -> None:
-    monkeypatch.setattr(shutil, "which", lambda *_, **__: None)
     ports = FakePorts()
-    launch = harbor_body(harness={"agent": "harbor:claude-code"})
+    launch = harbor_body(harness={"agent": agent})
     refusal = await refused(launching.launch(ports, ACCOUNT, body(**launch), "k1"))
     assert (refusal.status, refusal.field, refusal.code) == (
         400,
         AGENT_FIELD,
         "agent_unavailable",
     )
-    assert refusal.detail is not None and "'claude'" in refusal.detail
-    assert "not available to the task sandbox" in refusal.detail
+    assert refusal.detail is not None and "proxy" in refusal.detail
     assert nothing_written(ports)
 
 
-async def test_an_installed_agent_cli_present_is_still_refused_until_bridged(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(shutil, "which", lambda binary, **_: f"/usr/bin/{binary}")
+async def test_codex_is_refused_for_the_api_it_speaks() -> None:
     launch = harbor_body(harness={"agent": "harbor:codex"})
     refusal = await refused(launching.launch(FakePorts(), ACCOUNT, body(**launch), None))
-    assert (refusal.field, refusal.code) == (AGENT_FIELD, "agent_unavailable")
-    assert refusal.detail is not None and "proxy" in refusal.detail
+    assert refusal.detail is not None and "/v1/responses" in refusal.detail
 
 
 async def test_without_the_harbor_package_the_bridge_refuses_naming_agent(

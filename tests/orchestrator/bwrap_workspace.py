@@ -29,6 +29,7 @@ from benchwright_shared.contracts import (
     SandboxFile,
 )
 from benchwright_shared.contracts.commands import SandboxRole
+from benchwright_shared.settings import AGENT_BIN_MOUNT
 from tests.orchestrator.fakes import FakeWorkspace
 from tests.shared.test_agentic_examples import BASE_PATH, bwrap_usable, system_mounts
 
@@ -46,6 +47,9 @@ class BwrapWorkspace(FakeWorkspace):
     objects: dict[str, bytes] = field(default_factory=dict)
     # The paths each agentic sandbox was created with, in order.
     laid: list[list[str]] = field(default_factory=list)
+    # The operator's agent CLIs (``Settings.agent_bin_dir``), bound read-only as the
+    # local backend binds them.
+    agent_bin: Path | None = None
 
     async def create_agentic_sandbox(
         self,
@@ -128,6 +132,8 @@ class BwrapWorkspace(FakeWorkspace):
         variables = {"PATH": BASE_PATH, "HOME": "/tmp", **(env or {})}
         binds = [a for d in dirs for a in ("--bind", str(root / d.strip("/")), d)]
         binds += ["--bind", str(root / WORK), f"/{WORK}"]
+        if self.agent_bin is not None:
+            binds += ["--ro-bind", str(self.agent_bin), AGENT_BIN_MOUNT]
         # The sandbox-manager routes BW_MODEL_PROXY_URL alone out of a sandbox; here a
         # command told of it shares the host's network, where the fake model listens.
         reach_model = ["--share-net"] if "BW_MODEL_PROXY_URL" in (env or {}) else []

@@ -5,7 +5,8 @@ environment relays every exec, upload and download back to the phase, which runs
 in the attempt's sandbox. On the benchwright-starter dataset Harbor's ``oracle``
 scores every task and ``nop`` none; ``terminus-2`` against a scripted model (its
 JSON answer format, over the proxy's OpenAI-compatible route) solves exactly the two
-tasks its script solves; a child that dies is an error row, not a hang.
+tasks its script solves, each row carrying what the proxy stamped on its calls; a
+child that dies is an error row, not a hang.
 """
 
 import asyncio
@@ -23,7 +24,15 @@ from tests.orchestrator.bwrap_workspace import BwrapWorkspace, bwrap_usable
 from tests.orchestrator.fakes import FakeStore
 from tests.orchestrator.test_harbor_phase import context, harbor_run, swept
 from tests.support.harbor_scripts import TASKS, TOP_REGION
-from tests.support.scripted_agent_model import ScriptBook, ScriptedAgentServer, Turn, final
+from tests.support.scripted_agent_model import (
+    COST_MICROS_PER_TURN,
+    INPUT_TOKENS_PER_MESSAGE,
+    OUTPUT_TOKENS_PER_TURN,
+    ScriptBook,
+    ScriptedAgentServer,
+    Turn,
+    final,
+)
 
 pytestmark = [
     pytest.mark.skipif(not bwrap_usable(), reason="bubblewrap cannot make a sandbox"),
@@ -31,14 +40,14 @@ pytestmark = [
 ]
 
 
-def terminus(commands: list[str], *, complete: bool = False) -> Turn:
+def terminus(commands: list[str], *, complete: bool = False, wait_s: float = 0.3) -> Turn:
     """One answer in terminus-2's JSON format (its ``terminus-json-plain`` template)."""
     return final(
         json.dumps(
             {
                 "analysis": "scripted",
                 "plan": "scripted",
-                "commands": [{"keystrokes": c + "\n", "duration": 0.3} for c in commands],
+                "commands": [{"keystrokes": c + "\n", "duration": wait_s} for c in commands],
                 "task_complete": complete,
             }
         )
@@ -114,6 +123,62 @@ async def test_terminus_2_solves_exactly_what_its_script_solves(
         str(i) for i in range(len(TASKS))
     }
     assert any("tmux" in e.output for e in tool_results(ctx))
+    # Each row carries what the proxy stamped on its task's calls, as our own agent's do.
+    for name, by_trial in rows.items():
+        row = by_trial[0]
+        answered = [
+            r["body"]
+            for r in terminus_model.requests
+            if r["headers"]["x-benchwright-task"] == str(row.index)
+        ]
+        assert answered, name
+        expected = {
+            "calls": len(answered),
+            "cost_micros": COST_MICROS_PER_TURN * len(answered),
+            "prompt_tokens": sum(INPUT_TOKENS_PER_MESSAGE * len(b["messages"]) for b in answered),
+            "completion_tokens": OUTPUT_TOKENS_PER_TURN * len(answered),
+        }
+        assert {k: getattr(row, k) for k in expected} == expected, name
+    ended = {e.task_id: e for e in ctx.store.saved if type(e).__name__ == "AgentAttemptEnded"}
+    assert {n: (e.cost_micros, e.turns) for n, e in ended.items()} == {
+        n: (r[0].cost_micros, r[0].calls) for n, r in rows.items()
+    }
+    # The greeting's script: its command, then terminus-2's completion and its confirmation.
+    greeting = rows["write-greeting"][0]
+    assert (greeting.calls, greeting.cost_micros) == (3, 3 * COST_MICROS_PER_TURN)
+
+
+def with_agent_timeout(run: Any, task: str, seconds: float) -> Any:
+    toml = f"{task}/task.toml"
+    files = run.harness["files"]
+    assert "[agent]\ntimeout_sec = 300.0" in files[toml]
+    files[toml] = files[toml].replace(
+        "[agent]\ntimeout_sec = 300.0", f"[agent]\ntimeout_sec = {seconds}"
+    )
+    return run
+
+
+async def test_a_terminus_2_cut_short_by_its_timeout_still_carries_its_calls_cost() -> None:
+    # One call, whose command terminus-2 then waits on for longer than the attempt has.
+    script = {"greeting.txt": [terminus(["sleep 50"], wait_s=50.0)]}
+    server = ScriptedAgentServer(ScriptBook(script, default=DONE))
+    server.start()
+    try:
+        run = with_agent_timeout(
+            harbor_run("harbor:terminus-2", task="write-greeting"), "write-greeting", 8.0
+        )
+        ctx = context(run, server)
+        row = (await swept(ctx))["write-greeting"][0]
+    finally:
+        server.stop()
+    assert len(server.requests) == 1
+    assert (row.outcome, row.calls, row.cost_micros) == ("fail", 1, COST_MICROS_PER_TURN)
+    prompt = INPUT_TOKENS_PER_MESSAGE * len(server.requests[0]["body"]["messages"])
+    assert (row.prompt_tokens, row.completion_tokens) == (prompt, OUTPUT_TOKENS_PER_TURN)
+    ended = [e for e in ctx.store.saved if type(e).__name__ == "AgentAttemptEnded"]
+    assert [(e.reason, e.cost_micros, e.turns) for e in ended] == [
+        ("wall_time", COST_MICROS_PER_TURN, 1)
+    ]
 
 
 async def test_a_child_that_dies_is_an_error_row(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,10 +213,7 @@ async def test_an_agent_past_its_timeout_is_killed_and_the_verifier_still_scores
 ) -> None:
     pidfile = tmp_path / "pid"
     hanging_child(monkeypatch, pidfile)
-    run = harbor_run("harbor:nop", task="write-greeting")
-    toml = "write-greeting/task.toml"
-    files = run.harness["files"]  # type: ignore[index]
-    files[toml] = files[toml].replace("[agent]\ntimeout_sec = 300.0", "[agent]\ntimeout_sec = 2.0")
+    run = with_agent_timeout(harbor_run("harbor:nop", task="write-greeting"), "write-greeting", 2.0)
     ctx = context(run)
     began = time.monotonic()
     rows = await swept(ctx)

@@ -169,7 +169,12 @@ class ScriptedAgentServer(FakeOpenAIServer):
                         "total_tokens": input_tokens + output_tokens,
                     },
                 },
-                headers={"x-benchwright-call-cost-micros": str(COST_MICROS_PER_TURN)},
+                # What the run's proxy stamps on an answer it metered.
+                headers={
+                    "x-benchwright-call-cost-micros": str(COST_MICROS_PER_TURN),
+                    "x-benchwright-call-prompt-tokens": str(input_tokens),
+                    "x-benchwright-call-completion-tokens": str(output_tokens),
+                },
             )
 
         return app

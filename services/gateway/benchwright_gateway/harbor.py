@@ -28,7 +28,6 @@ as the files of a file launch (``with_stored_files``; decision 0050).
 
 import importlib.util
 import json
-import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,19 +52,20 @@ HARNESS_FIELD = "metadata.harbor_harness"
 TASK_FIELD = "metadata.harbor_task"
 DEFAULT_AGENT = "benchwright"
 # Harbor's own agents, run through the bridge (the ``harbor`` package, the ``agents`` extra).
-BRIDGE_AGENTS = ("harbor:oracle", "harbor:nop", "harbor:terminus-2")
+# ``harbor:claude-code`` runs the ``claude`` CLI the task's sandbox must already hold:
+# whether it does is known only there (the task's image, the operator's agent
+# directory), so a sandbox without it makes an error row naming it, not a refusal here.
+BRIDGE_AGENTS = ("harbor:oracle", "harbor:nop", "harbor:terminus-2", "harbor:claude-code")
 AGENTS = ("benchwright", "oracle", "nop", "product", *BRIDGE_AGENTS)
 ORACLES = ("oracle", "harbor:oracle")
-# Harbor's installed-agent CLIs, by the binary each needs inside the task sandbox.
-INSTALLED_AGENTS = {
-    "harbor:claude-code": "claude",
-    "harbor:codex": "codex",
-    "harbor:gemini-cli": "gemini",
-    "harbor:aider": "aider",
-    "harbor:opencode": "opencode",
+# Harbor's installed-agent CLIs the bridge does not run, and why not.
+UNBRIDGED_AGENTS = {
+    "harbor:codex": "'codex' speaks OpenAI's Responses API (/v1/responses), which the "
+    "run's proxy does not serve (it serves /v1/chat/completions and Anthropic's /v1/messages)",
+    "harbor:gemini-cli": "the bridge does not point 'gemini' at the run's proxy",
+    "harbor:aider": "the bridge does not point 'aider' at the run's proxy",
+    "harbor:opencode": "the bridge does not point 'opencode' at the run's proxy",
 }
-# Where a local sandbox finds programs: the host's, bound read-only.
-SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 # The agents that take arguments, and what each takes.
 AGENT_ARGS: dict[str, type[BaseModel]] = {}
 SOLVE_SCRIPT = "solution/solve.sh"
@@ -287,8 +287,15 @@ def _invalid(exc: ValidationError) -> Refused:
 
 
 def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
-    if agent in INSTALLED_AGENTS:
-        _refuse_installed(agent)
+    if agent in UNBRIDGED_AGENTS:
+        raise Refused(
+            400,
+            "agent not available",
+            f"agent {agent!r}: {UNBRIDGED_AGENTS[agent]}. Use 'harbor:claude-code' (its CLI "
+            "in the sandbox) or 'harbor:terminus-2' (Harbor's model-driven agent)",
+            field=f"{HARNESS_FIELD}.agent",
+            code="agent_unavailable",
+        )
     if agent not in AGENTS:
         raise Refused(
             400,
@@ -345,27 +352,6 @@ def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
             f"the {agent} agent's {key or 'arguments'}: {what}",
             field=field,
         ) from None
-
-
-def _refuse_installed(agent: str) -> None:
-    """Harbor's installed-agent CLIs install themselves from the network at setup and
-    read a provider's key: neither happens here. Refused, saying which binary is missing."""
-    binary = INSTALLED_AGENTS[agent]
-    found = shutil.which(binary, path=SANDBOX_PATH) is not None
-    detail = (
-        f"agent {agent!r} runs the {binary!r} CLI, which the bridge does not yet point at "
-        "the run's proxy"
-        if found
-        else f"agent {agent!r} runs the {binary!r} CLI, which is not available to the task "
-        "sandbox (not on its PATH); the platform does not install agents"
-    )
-    raise Refused(
-        400,
-        "agent not available",
-        f"{detail}. Use 'harbor:terminus-2' for Harbor's model-driven agent",
-        field=f"{HARNESS_FIELD}.agent",
-        code="agent_unavailable",
-    )
 
 
 def _check_backend(task: AgenticTask, compute: str | None) -> None:

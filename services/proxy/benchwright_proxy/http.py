@@ -1,4 +1,6 @@
-"""The OpenAI-compatible endpoint scorers call: ``POST /v1/chat/completions``.
+"""The OpenAI-compatible endpoint scorers call: ``POST /v1/chat/completions``, and
+Anthropic's ``POST /v1/messages`` over it, for agents that speak only that
+(``anthropic_messages``).
 
 The caller presents the run's fake key; the proxy finds the run's model and
 calls it with the real credentials, which never leave this process. With
@@ -18,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from benchwright_proxy.anthropic_messages import anthropic_error, from_chat, to_chat
 from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
@@ -311,10 +314,6 @@ def build_http_app(
         header = request.headers.get("authorization", "")
         if not header.lower().startswith("bearer "):
             return _error(401, "missing bearer proxy key", "authentication_error")
-        try:
-            binding = await authenticate(header[7:].strip())
-        except InvalidProxyKeyError as exc:
-            return _error(401, str(exc), "authentication_error")
         raw = await request.body()
         try:
             body = json.loads(raw)
@@ -322,6 +321,32 @@ def build_http_app(
             return _error(400, "body is not JSON", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "body must be a JSON object", "invalid_request_error")
+        return await answer(request, header[7:].strip(), body, raw)
+
+    @app.post("/v1/messages")
+    async def messages(request: Request) -> Response:
+        """Anthropic's Messages API over the same path: translated to a chat completion
+        and back (``anthropic_messages``), metered and capped as any call of the run."""
+        header = request.headers.get("authorization", "")
+        key = request.headers.get("x-api-key") or (
+            header[7:].strip() if header.lower().startswith("bearer ") else ""
+        )
+        if not key:
+            return anthropic_error(401, "missing proxy key (x-api-key)", "authentication_error")
+        try:
+            body = json.loads(await request.body())
+            chat = to_chat(body)
+        except ValueError as exc:
+            return anthropic_error(400, str(exc), "invalid_request_error")
+        raw = json.dumps(chat.body, sort_keys=True).encode()
+        return from_chat(await answer(request, key, chat.body, raw), chat)
+
+    async def answer(request: Request, key: str, body: dict[str, Any], raw: bytes) -> Response:
+        """One chat completion for the run whose proxy key is ``key``."""
+        try:
+            binding = await authenticate(key)
+        except InvalidProxyKeyError as exc:
+            return _error(401, str(exc), "authentication_error")
         sut = SutRef.model_validate(binding.sut)
         at = attribution(
             request.headers.get("x-benchwright-task"), request.headers.get("x-benchwright-trial")
@@ -368,8 +393,8 @@ def build_http_app(
 
         call_id = request.headers.get("x-benchwright-call-id")
         if call_id:
-            key = call_key(binding.run_id, call_id, raw)
-            return await recent.once(key, lambda: _complete(call, body, keep))
+            once = call_key(binding.run_id, call_id, raw)
+            return await recent.once(once, lambda: _complete(call, body, keep))
         return await _complete(call, body, keep)
 
     return app

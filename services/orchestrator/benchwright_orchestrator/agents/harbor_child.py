@@ -9,6 +9,12 @@ attempt's task sandbox; it starts and stops nothing, the orchestrator owns the s
 
 Protocol lines go out on a private copy of stdout; fd 1 is pointed at stderr first,
 so nothing Harbor or LiteLLM prints can corrupt them.
+
+Model calls are metered where they are answered: LiteLLM's HTTP client
+(``litellm.aclient_session``) is one of ours whose response hook reads what the proxy
+stamped on each answer and reports it at once (``ChildSpent``), before LiteLLM has
+parsed it. Nothing depends on LiteLLM's logging callbacks (queued, run later, dropped
+when their queue overflows) or on Harbor's own cost estimate.
 """
 
 import asyncio
@@ -23,10 +29,13 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
+
 # Before Harbor is imported: no telemetry, no fetch of LiteLLM's price list.
 os.environ["HARBOR_TELEMETRY"] = "0"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+import litellm
 from harbor.agents.factory import AgentFactory
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.models.agent.context import AgentContext
@@ -35,9 +44,11 @@ from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
 from benchwright_orchestrator.agents.harbor_wire import (
+    COST_STAMPS,
     BridgeConfig,
     ChildDone,
     ChildRequest,
+    ChildSpent,
     ParentReply,
 )
 
@@ -159,6 +170,27 @@ class Relay:
             future.set_exception(ConnectionError("the orchestrator closed the bridge"))
 
 
+def _stamped(headers: httpx.Headers) -> ChildSpent | None:
+    """What the proxy stamped on an answer; None for one it did not meter (an error)."""
+    found = {field: headers.get(header, "") for header, field in COST_STAMPS.items()}
+    if not found["cost_micros"].isdigit():
+        return None
+    return ChildSpent.model_validate({f: int(v) if v.isdigit() else 0 for f, v in found.items()})
+
+
+def meter_model_calls(relay: Relay) -> httpx.AsyncClient:
+    """LiteLLM's HTTP client, reporting each metered answer as its headers arrive."""
+
+    async def report(response: httpx.Response) -> None:
+        spent = _stamped(response.headers)
+        if spent is not None:
+            relay.send(spent.model_dump_json())
+
+    client = httpx.AsyncClient(event_hooks={"response": [report]})
+    litellm.aclient_session = client
+    return client
+
+
 def _agent_kwargs(config: BridgeConfig, task_dir: Path, paths: TrialPaths) -> dict[str, Any]:
     kwargs: dict[str, Any] = dict(config.agent_kwargs)
     if config.agent == AgentName.ORACLE.value:
@@ -172,6 +204,9 @@ def _agent_kwargs(config: BridgeConfig, task_dir: Path, paths: TrialPaths) -> di
         kwargs["llm_call_kwargs"] = calls
         # asciinema is absent offline and its recording is not kept.
         kwargs.setdefault("record_terminal_session", False)
+    if config.installed:
+        # The CLI is in the sandbox already: Harbor's install would fetch it from the network.
+        kwargs["skip_install"] = True
     return kwargs
 
 
@@ -203,14 +238,11 @@ async def run(config: BridgeConfig, relay: Relay, scratch: Path) -> ChildDone:
         model_name=config.model.name if config.model else None,
         **_agent_kwargs(config, task_dir, paths),
     )
-    context = AgentContext()
     await agent.setup(environment)
-    await agent.run(config.instruction, environment, context)
-    return ChildDone(
-        input_tokens=context.n_input_tokens or 0,
-        output_tokens=context.n_output_tokens or 0,
-        cost_usd=context.cost_usd,
-    )
+    # What the agent's context counts is Harbor's estimate; the proxy's stamps are the
+    # platform's figure, reported call by call.
+    await agent.run(config.instruction, environment, AgentContext())
+    return ChildDone()
 
 
 def _die_with_the_orchestrator() -> None:
@@ -230,13 +262,21 @@ async def main() -> int:
     if config.model is not None:
         # LiteLLM's OpenAI client reads its key here; only the proxy's key is ever set.
         os.environ["OPENAI_API_KEY"] = config.model.api_key
+        if config.installed:
+            # What Harbor hands an installed agent's CLI: the proxy's key and address.
+            os.environ["ANTHROPIC_API_KEY"] = config.model.api_key
+            os.environ["ANTHROPIC_BASE_URL"] = config.model.api_base
     relay = Relay(out, replies)
     reading = asyncio.create_task(relay.read_replies())
+    client = meter_model_calls(relay) if config.model is not None else None
     with tempfile.TemporaryDirectory(prefix="bw-harbor-") as scratch:
         try:
             done = await run(config, relay, Path(scratch))
         except Exception as exc:  # the agent's failure, reported rather than a bare exit
             done = ChildDone(error=f"{type(exc).__name__}: {exc}"[:4000])
+        finally:
+            if client is not None:
+                await client.aclose()
     relay.send(done.model_dump_json())
     reading.cancel()
     with contextlib.suppress(asyncio.CancelledError):

@@ -15,15 +15,24 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "CHILD_MODULE",
+    "COST_STAMPS",
     "BridgeConfig",
     "BridgeModel",
     "ChildDone",
+    "ChildLine",
     "ChildRequest",
+    "ChildSpent",
     "ParentReply",
     "read_child_line",
 ]
 
 CHILD_MODULE = "benchwright_orchestrator.agents.harbor_child"
+# What the proxy stamps on each answer it metered, by the ``ChildSpent`` field it fills.
+COST_STAMPS = {
+    "x-benchwright-call-cost-micros": "cost_micros",
+    "x-benchwright-call-prompt-tokens": "input_tokens",
+    "x-benchwright-call-completion-tokens": "output_tokens",
+}
 
 
 class BridgeModel(BaseModel):
@@ -52,6 +61,8 @@ class BridgeConfig(BaseModel):
     timeout_s: float
     model: BridgeModel | None = None
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    # One of Harbor's installed agents, whose CLI the sandbox already has.
+    installed: bool = False
 
 
 class ChildRequest(BaseModel):
@@ -91,16 +102,23 @@ class ChildDone(BaseModel):
     op: Literal["done"] = "done"
     # The agent raised: its type and message.
     error: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
 
 
-_CHILD_LINE: TypeAdapter[ChildRequest | ChildDone] = TypeAdapter(
-    Annotated[ChildRequest | ChildDone, Field(discriminator="op")]
-)
+class ChildSpent(BaseModel):
+    """One model call the proxy answered, as the proxy stamped it (no reply expected)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["spent"] = "spent"
+    cost_micros: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
 
 
-def read_child_line(line: bytes) -> ChildRequest | ChildDone:
+ChildLine = ChildRequest | ChildDone | ChildSpent
+_CHILD_LINE: TypeAdapter[ChildLine] = TypeAdapter(Annotated[ChildLine, Field(discriminator="op")])
+
+
+def read_child_line(line: bytes) -> ChildLine:
     """One line the child wrote; ``ValueError`` when it is not one of the protocol's."""
     return _CHILD_LINE.validate_json(line)

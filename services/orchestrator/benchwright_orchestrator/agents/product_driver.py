@@ -22,6 +22,12 @@ applies ``limits.task.cost``) and passes each call on to ``BW_MODEL_PROXY_URL`` 
 the sandbox routes to the proxy), its answer streamed back as it comes. The keys are
 ``BW_MODEL_PROXY_KEY`` (the run's key). The ``BW_MODEL_*`` names themselves are not
 passed on.
+
+A config with ``exec`` (Harbor's bridge, for an installed agent's CLI) runs that one
+shell command instead, pointed at the relay the same way, its output passed through
+and its exit code returned; each call the relay passed on is reported on stderr as it
+returns, one line ``<mark> {cost_micros, input_tokens, output_tokens}``, so that a
+command cut short by its timeout has still reported what it spent.
 """
 
 import http.client
@@ -34,6 +40,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,22 +71,31 @@ STAMPS = {
 
 
 def relay_to(
-    proxy: str, attribution: dict[str, str], usage: dict[str, int] | None = None
+    proxy: str,
+    attribution: dict[str, str],
+    usage: dict[str, int] | None = None,
+    on_call: Callable[[dict[str, int]], None] | None = None,
 ) -> ThreadingHTTPServer:
     """Serve, on a loopback port, every call passed on to ``proxy`` with ``attribution``;
-    ``usage`` sums the calls and what the proxy stamped on them."""
+    ``usage`` sums the calls and what the proxy stamped on them, ``on_call`` is told
+    each call's stamps."""
     upstream = urlsplit(proxy)
     base_path = upstream.path.rstrip("/")
     counted = usage if usage is not None else {}
     lock = threading.Lock()
 
     def count(answer: http.client.HTTPResponse) -> None:
+        stamped: dict[str, int] = {}
+        for header, key in STAMPS.items():
+            value = answer.getheader(header)
+            if value and value.isdigit():
+                stamped[key] = int(value)
         with lock:
             counted["calls"] = counted.get("calls", 0) + 1
-            for header, key in STAMPS.items():
-                value = answer.getheader(header)
-                if value and value.isdigit():
-                    counted[key] = counted.get(key, 0) + int(value)
+            for key, amount in stamped.items():
+                counted[key] = counted.get(key, 0) + amount
+            if on_call is not None and "cost_micros" in stamped:
+                on_call(stamped)
 
     class Relay(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -253,18 +269,39 @@ def drive(config: dict[str, Any], report: dict[str, Any]) -> None:
     report.update(status=status, reply=text[:REPLY_CHARS], reply_chars=len(text))
 
 
+def run_command(config: dict[str, Any], relay: str | None) -> int:
+    """The ``exec`` command, pointed at the relay; its exit code."""
+    try:
+        return subprocess.run(
+            ["bash", "-c", config["exec"]], env=product_env(config, relay)
+        ).returncode
+    except OSError as exc:
+        print(f"cannot run bash: {exc}", file=sys.stderr)
+        return 127
+
+
 def main() -> None:
     config = json.loads(sys.stdin.read())
     report: dict[str, Any] = {}
     relay = None
     usage: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def told(stamped: dict[str, int]) -> None:
+        with lock:
+            sys.stderr.write(f"{config['mark']} {json.dumps(stamped)}\n")
+            sys.stderr.flush()
+
     if os.environ.get("BW_MODEL_PROXY_URL"):
         attribution = {
             "x-benchwright-task": str(config["index"]),
             "x-benchwright-trial": str(config["trial"]),
         }
-        server = relay_to(os.environ["BW_MODEL_PROXY_URL"], attribution, usage)
+        on_call = told if config.get("mark") else None
+        server = relay_to(os.environ["BW_MODEL_PROXY_URL"], attribution, usage, on_call)
         relay = f"http://127.0.0.1:{server.server_address[1]}"
+    if config.get("exec") is not None:
+        sys.exit(run_command(config, relay))
     process = boot(config, report, relay)
     if process is not None:
         try:

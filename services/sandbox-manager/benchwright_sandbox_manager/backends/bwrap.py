@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchwright_shared.settings import AGENT_BIN_MOUNT
+
 # Fixed places inside every sandbox.
 SANDBOX_WORKDIR = "/work"
 SANDBOX_RUN = "/run/bw"
@@ -194,6 +196,8 @@ class Layout:
     tmp_mb: int
     # (path inside, folder on the host): the sandbox's own absolute directories.
     dirs: tuple[tuple[str, Path], ...] = ()
+    # The operator's agent CLIs (``Settings.agent_bin_dir``), bound read-only.
+    agent_bin: Path | None = None
 
     def argv(
         self,
@@ -236,6 +240,8 @@ class Layout:
         args += ["--bind", str(self.workdir), SANDBOX_WORKDIR]
         for inside, host in self.dirs:
             args += [*_parents(inside), "--bind", str(host), inside]
+        if self.agent_bin is not None:
+            args += [*_parents(AGENT_BIN_MOUNT), "--ro-bind", str(self.agent_bin), AGENT_BIN_MOUNT]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += [*self._tmpfs("/dev/shm"), "--remount-ro", "/dev"]
         args += self._tmpfs("/tmp")

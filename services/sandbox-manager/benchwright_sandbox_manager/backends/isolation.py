@@ -121,6 +121,7 @@ class Bubblewrap:
             private=private,
             tmp_mb=tmp_mb,
             dirs=tuple(sorted((dirs or {}).items())),
+            agent_bin=self.settings.agent_bin_dir,
         )
 
     def _sandbox_uid(self, sandbox_id: str) -> int:
