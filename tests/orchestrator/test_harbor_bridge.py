@@ -159,13 +159,14 @@ def with_agent_timeout(run: Any, task: str, seconds: float) -> Any:
 
 
 async def test_a_terminus_2_cut_short_by_its_timeout_still_carries_its_calls_cost() -> None:
-    # One call, whose command terminus-2 then waits on for longer than the attempt has.
+    # One call, whose command terminus-2 then waits on for longer than the attempt has
+    # (20 s: time for the child to import Harbor and make its call on a loaded machine).
     script = {"greeting.txt": [terminus(["sleep 50"], wait_s=50.0)]}
     server = ScriptedAgentServer(ScriptBook(script, default=DONE))
     server.start()
     try:
         run = with_agent_timeout(
-            harbor_run("harbor:terminus-2", task="write-greeting"), "write-greeting", 8.0
+            harbor_run("harbor:terminus-2", task="write-greeting"), "write-greeting", 20.0
         )
         ctx = context(run, server)
         row = (await swept(ctx))["write-greeting"][0]
