@@ -25,7 +25,7 @@ A figure that cannot be computed is None with a ``reason``.
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from math import sqrt
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,10 +35,11 @@ from benchwright_shared.stats import LEVEL, RESAMPLES, SEED, mcnemar_exact
 
 Grade = str | float
 Weighting = Literal["linear", "quadratic"]
-TaskKey = TypeVar("TaskKey", bound=Hashable)
 
 NO_PAIRS = "no labelled task that the judge graded"
-ONE_CATEGORY = "people and the judge gave one and the same grade to every task: no chance-corrected agreement"
+ONE_CATEGORY = (
+    "people and the judge gave every task one and the same grade: chance agreement is total"
+)
 
 
 class Scale(BaseModel):
@@ -135,7 +136,7 @@ class PanelAgreement(BaseModel):
     alpha_interval: Coefficient | None
 
 
-def judge_agreement(
+def judge_agreement[TaskKey: Hashable](
     judge: Mapping[TaskKey, Grade | None],
     people: Mapping[TaskKey, Grade | None],
     scale: Scale,
@@ -153,7 +154,7 @@ def judge_agreement(
     return _agreement(judge, people, scale, categories, weighting, level, resamples)
 
 
-def panel_agreement(
+def panel_agreement[TaskKey: Hashable](
     judges: Mapping[str, Mapping[TaskKey, Grade | None]],
     people: Mapping[TaskKey, Grade | None],
     scale: Scale,
@@ -297,7 +298,7 @@ def krippendorff_alpha(
     return Coefficient(value=1 - (total - 1) * observed / expected, tasks=tasks)
 
 
-def _agreement(
+def _agreement[TaskKey: Hashable](
     judge: Mapping[TaskKey, Grade | None],
     people: Mapping[TaskKey, Grade | None],
     scale: Scale,
@@ -389,7 +390,7 @@ def _asymptotic_se(
     return sqrt(max(variance, 0.0) / (n * (1 - chance) ** 2))
 
 
-def _counts_per_task(
+def _counts_per_task[TaskKey: Hashable](
     gradings: Sequence[Mapping[TaskKey, Grade | None]], categories: tuple[Grade, ...]
 ) -> NDArray[np.int64]:
     """Per task (any judge graded), how many judges gave each category."""

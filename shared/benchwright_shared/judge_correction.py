@@ -32,14 +32,11 @@ rectifier's term ignores clusters), and grades on a bounded numeric scale.
 
 from collections.abc import Hashable, Mapping
 from math import sqrt
-from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from benchwright_shared.stats import LEVEL, bootstrap_mean, wilson, z_for
-
-TaskKey = TypeVar("TaskKey", bound=Hashable)
 
 PREDICTION_POWERED = "prediction-powered"
 
@@ -75,7 +72,7 @@ class CorrectedEstimate(BaseModel):
     rectifier_high: float | None = None
 
 
-def corrected_pass_rate(
+def corrected_pass_rate[TaskKey: Hashable](
     judge: Mapping[TaskKey, bool | None],
     people: Mapping[TaskKey, bool | None],
     *,
@@ -91,7 +88,7 @@ def corrected_pass_rate(
     return _correct(judge, people, (passed / graded, *plain, "wilson"), level, (0.0, 1.0))
 
 
-def corrected_mean_score(
+def corrected_mean_score[TaskKey: Hashable](
     judge: Mapping[TaskKey, float | None],
     people: Mapping[TaskKey, float | None],
     *,
@@ -113,7 +110,7 @@ def corrected_mean_score(
     return _correct(judge, people, (*summary, str(plain["method"])), level, bounds)
 
 
-def _correct(
+def _correct[TaskKey: Hashable](
     judge: Mapping[TaskKey, float | None],
     people: Mapping[TaskKey, float | None],
     plain: tuple[float, float, float, str],

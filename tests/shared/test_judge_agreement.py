@@ -181,7 +181,7 @@ def test_labels_on_tasks_the_judge_did_not_grade_are_left_out_and_counted() -> N
 
 
 def test_bad_grades_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="outside the scale.*'X'"):
+    with pytest.raises(ValueError, match=r"outside the scale.*'X'"):
         judge_agreement({1: "X"}, {1: "C"}, CORRECT_PARTIAL_INCORRECT)
     with pytest.raises(ValueError, match="mix text and numbers"):
         judge_agreement({1: "pass"}, {1: 1.0}, Scale())
