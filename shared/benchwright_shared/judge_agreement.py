@@ -241,11 +241,11 @@ def kappa_from_table(
     draws = rng.multinomial(n, table.ravel() / n, size=resamples).reshape(-1, *table.shape)
     kappas = _kappas(draws.astype(float), weights)
     defined = kappas[~np.isnan(kappas)]
-    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
+    bounds = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2]) if defined.size else None
     return Kappa(
         value=value,
-        low=min(float(low), value),
-        high=max(float(high), value),
+        low=min(float(bounds[0]), value) if bounds is not None else None,
+        high=max(float(bounds[1]), value) if bounds is not None else None,
         level=level,
         standard_error=_asymptotic_se(table.astype(float), weights, value),
         resamples=int(defined.size),

@@ -80,7 +80,7 @@ def corrected_pass_rate[TaskKey: Hashable](
 ) -> CorrectedEstimate | None:
     """The pass rate over the tasks the judge passed or failed (None: errored, as in
     the summary), corrected by people's pass/fail labels. None when nothing was graded."""
-    passed = sum(1 for v in judge.values() if v is True)
+    passed = sum(1 for v in judge.values() if v is not None and v)
     graded = sum(1 for v in judge.values() if v is not None)
     plain = wilson(passed, graded, level)
     if plain is None:
