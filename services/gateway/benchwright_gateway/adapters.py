@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from benchwright_gateway import labels_view
 from benchwright_gateway import projections as views
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.ports import LaunchRecord, RunRow
@@ -35,6 +36,8 @@ QUERY_TIMEOUT_S = 10.0
 COST_TIMEOUT_S = 2.0
 # Between reads of the view while waiting for a write to show.
 VIEW_POLL_S = 0.05
+# How many reads (VIEW_POLL_S apart) a label waits for the view to show it.
+LABEL_TRIES = 200
 
 
 async def run_cost(ctx: GatewayContext, run_id: str) -> RunCost | None:
@@ -105,6 +108,25 @@ class BusPorts:
 
     async def show(self, row: RunRow) -> Run:
         return Run.model_validate(await shown_run(self.ctx, row))
+
+    # -- people's labels ---------------------------------------------------------------------
+    async def graded_rows(self, run_id: str, *, per_trial: bool) -> list[RunRow]:
+        rows: list[RunRow] = await self.ctx.read(
+            lambda cur: labels_view.graded_rows(cur, run_id, per_trial=per_trial)
+        )
+        return rows
+
+    async def labels(self, run_id: str, invocation: int | None = None) -> list[RunRow]:
+        rows: list[RunRow] = await self.ctx.read(labels_view.run_labels, run_id, invocation)
+        return rows
+
+    async def wait_for_label(self, run_id: str, label_id: str) -> RunRow | None:
+        for _ in range(LABEL_TRIES):
+            row: RunRow | None = await self.ctx.read(labels_view.find_label, run_id, label_id)
+            if row is not None:
+                return row
+            await asyncio.sleep(VIEW_POLL_S)
+        return None
 
     # -- the gateway's own application -------------------------------------------------------
     async def defaults(self, account: str) -> dict[str, Any]:

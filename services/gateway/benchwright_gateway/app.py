@@ -30,6 +30,7 @@ from benchwright_gateway.api import billing as billing_api
 from benchwright_gateway.api import build as build_api
 from benchwright_gateway.api import compare as compare_api
 from benchwright_gateway.api import export as export_api
+from benchwright_gateway.api import labels as labels_api
 from benchwright_gateway.api import registry_impls as registry_impls_api
 from benchwright_gateway.api import registry_reads as registry_reads_api
 from benchwright_gateway.api import secrets as secrets_api
@@ -103,6 +104,7 @@ class GatewayService:
         http.include_router(estimate.router)
         http.include_router(runs.router)
         http.include_router(compare_api.router)
+        http.include_router(labels_api.router)
         http.include_router(export_api.router)
         http.include_router(webhooks_api.router)
         http.include_router(admin.router)

@@ -13,6 +13,8 @@ from benchwright_shared.ids import stable_uuid
 ALL_SCOPES = (
     "runs:read",
     "runs:write",
+    # Grading a run's tasks by hand (``POST /v1/runs/{id}/labels``), and nothing else.
+    "runs:label",
     "artifacts:read",
     "secrets:read",
     "secrets:write",

@@ -83,6 +83,22 @@ class RunViews(Protocol):
         ...
 
 
+class LabelViews(Protocol):
+    """The runs view's graded tasks and people's labels of them (``labels_view``)."""
+
+    async def graded_rows(self, run_id: str, *, per_trial: bool) -> list[RunRow]:
+        """The grader's result per settled task (or trial) of the latest sweep."""
+        ...
+
+    async def labels(self, run_id: str, invocation: int | None = None) -> list[RunRow]:
+        """Each person's latest label per task, oldest first."""
+        ...
+
+    async def wait_for_label(self, run_id: str, label_id: str) -> RunRow | None:
+        """Read-your-write: the label once the view holds it, else None."""
+        ...
+
+
 class LaunchRecord(Protocol):
     """The first launch made with an idempotency key."""
 
@@ -111,3 +127,7 @@ class Accounts(Protocol):
 
 class LaunchPorts(Registry, Billing, Pricing, Commands, RunViews, Accounts, Protocol):
     """Everything launching, estimating and steering a run asks of the world."""
+
+
+class LabelPorts(Commands, RunViews, LabelViews, Protocol):
+    """What labelling a run's tasks and measuring agreement ask of the world."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchwright_gateway.comparison import TaskResult
+from benchwright_gateway.labels_view import LABELS_TABLE, record_label
 from benchwright_shared.contracts.run_events import (
     AtomizeArtifact,
     BenchmarkResolved,
@@ -25,6 +26,7 @@ from benchwright_shared.contracts.run_events import (
     RunLaunched,
     RunUpdated,
     SetupArtifact,
+    TaskLabelled,
 )
 from benchwright_shared.outcomes import is_infra_error
 from benchwright_shared.projection import Projection, ViewCursor
@@ -38,7 +40,7 @@ SETTLING = frozenset({run_event_type(MaterializeTaskAggregated), run_event_type(
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 8
+    version = 9
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -75,6 +77,8 @@ class RunsProjection(Projection):
             "cost_micros BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT, calls INTEGER, "
             "PRIMARY KEY (run_id, invocation, idx, trial)"
         ),
+        # Each person's latest label of each task (``labels_view``).
+        "labels": LABELS_TABLE,
     }
     indexes = ("runs(account, created_at)", "tasks(run_id, outcome)")
 
@@ -142,6 +146,11 @@ class RunsProjection(Projection):
             if pending:
                 cur.executemany(TASK_UPSERTS[write].format(**tables), pending)
                 pending.clear()
+
+    def _on_TaskLabelled(
+        self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
+    ) -> None:
+        record_label(cur, run_id, d, m)
 
     def _on_RunLaunched(
         self, cur: ViewCursor, run_id: str, d: dict[str, Any], m: dict[str, Any]
@@ -322,6 +331,7 @@ HANDLERS = run_event_table(
         HaltCleared: RunsProjection._on_HaltCleared,
         RunUpdated: RunsProjection._on_RunUpdated,
         RunDeleted: RunsProjection._on_RunDeleted,
+        TaskLabelled: RunsProjection._on_TaskLabelled,
         PipelineFinished: RunsProjection._on_PipelineFinished,
     }
 )

@@ -15,6 +15,7 @@ from pydantic import (
 
 from benchwright_gateway.harness import OWN as OWN_HARNESS
 from benchwright_gateway.harness import check_harness
+from benchwright_gateway.labelling import NOTE_CAP
 from benchwright_shared.contracts import Compute, Visibility
 from benchwright_shared.scoring import AggregatorError, validate_aggregator
 
@@ -381,3 +382,28 @@ class RunPatch(BaseModel):
                 "send 'visibility' or 'review_resolution' (metadata rides along with one)"
             )
         return self
+
+
+class LabelRequest(BaseModel):
+    """``POST /v1/runs/{id}/labels``: a person's grade of one task of the run.
+
+    ``task`` is the task's index, its row id (``t1_3``) or its task id; ``trial`` one
+    of the run's trials (0 when left out); ``grade`` on the scale of the run's grader
+    (``pass``/``fail``, or ``C``/``P``/``I`` when its scorer grades so).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: int | str = Field(union_mode="left_to_right")
+    trial: int | None = Field(default=None, ge=0, le=10_000)
+    grade: str = Field(min_length=1, max_length=20)
+    note: str | None = Field(default=None, max_length=NOTE_CAP)
+
+    @field_validator("task")
+    @classmethod
+    def _task_named(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 0:
+            raise ValueError("a task index is 0 or more")
+        if isinstance(value, str) and not 0 < len(value) <= 500:
+            raise ValueError("name the task by its index, row id or task id")
+        return value

@@ -12,6 +12,7 @@ from benchwright_shared.contracts import (
     DeleteRun,
     GetRunEvents,
     HaltRun,
+    LabelTask,
     LaunchRun,
     ModelAttached,
     ResolveRunHalt,
@@ -65,6 +66,12 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
         async def delete_run_here(command: DeleteRun) -> None:
             await orchestrator.delete(command)
 
+        @copy_command_listener(
+            router, subjects.orchestrator_copy_subject(copy, "label_task"), owner=copy
+        )
+        async def label_task_here(command: LabelTask) -> None:
+            await orchestrator.label(command)
+
     @copy_command_listener(
         router, subjects.HALT_RUN, owner=copy, max_deliver=max_deliver, own=False
     )
@@ -97,6 +104,12 @@ def register(router: NatsRouter, orchestrator: Orchestrator, *, max_deliver: int
     )
     async def delete_run(command: DeleteRun) -> None:
         await orchestrator.route(command, "delete_run", orchestrator.delete)
+
+    @command_subscriber(
+        router, subjects.LABEL_TASK, service="orchestrator", max_deliver=max_deliver
+    )
+    async def label_task(command: LabelTask) -> None:
+        await orchestrator.route(command, "label_task", orchestrator.label)
 
     @router.subscriber(subjects.GET_RUN_EVENTS, queue="orchestrator")
     async def run_events(query: GetRunEvents) -> RunEventsPage:

@@ -35,6 +35,7 @@ from benchwright_shared.contracts import (
     DeleteRun,
     GetRunEvents,
     HaltRun,
+    LabelTask,
     LaunchRun,
     ResolveRunHalt,
     RunEventsPage,
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 # How often a copy looks for runs nobody (alive) drives.
 WATCH_EVERY_S = 2.0
 
-RunCommand = TypeVar("RunCommand", ResolveRunHalt, UpdateRun, DeleteRun)
+RunCommand = TypeVar("RunCommand", ResolveRunHalt, UpdateRun, DeleteRun, LabelTask)
 
 
 class Orchestrator:
@@ -345,6 +346,38 @@ class Orchestrator:
             run.update(command.visibility, command.metadata, by=command.account)
         except RunNotPublishableError:
             log.warning("run %s cannot be public; the update is dropped", command.run_id)
+            return
+        if pipeline is not None:
+            await pipeline.save()
+        else:
+            await self.store.run(self.app.save, run)
+            self.relay.wake()
+            if run.lifecycle.finished:
+                await self._let_go(command.run_id)
+
+    async def label(self, command: LabelTask) -> None:
+        """Record a person's grade of a task, on the instance the run's pipeline holds
+        if it runs (labels usually come once it has finished)."""
+        pipeline = self._pipelines.get(command.run_id)
+        run = pipeline.run if pipeline is not None else None
+        if run is None:
+            run = await self.store.run(self.app.find_run, command.run_id)
+        if run is None or run.account != command.account:
+            return
+        try:
+            run.label(
+                label_id=command.command_id,
+                task_id=command.task_id,
+                index=command.index,
+                invocation=command.invocation,
+                trial=command.trial,
+                scale=command.scale,
+                grade=command.grade,
+                note=command.note,
+                by=command.account,
+            )
+        except RunError as refused:
+            log.warning("label %s dropped: %s", command.command_id, refused)
             return
         if pipeline is not None:
             await pipeline.save()

@@ -126,6 +126,23 @@ class UpdateRun(Contract):
     metadata: dict[str, Any] | None = None
 
 
+class LabelTask(Contract):
+    """Record a person's grade of one task of a run (``TaskLabelled`` in its log)."""
+
+    subject: ClassVar[str] = subjects.LABEL_TASK
+
+    command_id: str
+    run_id: str
+    account: str
+    task_id: str
+    index: int
+    invocation: int = 1
+    trial: int = 0
+    scale: Literal["pass_fail", "correct_partial_incorrect"]
+    grade: str
+    note: str | None = None
+
+
 class DeleteRun(Contract):
     """Irreversibly remove a run from every read model (its log is tombstoned)."""
 

@@ -357,6 +357,27 @@ class RunUpdated(_Data):
     updated_by: str
 
 
+class TaskLabelled(_Data):
+    """A person graded one task (one trial of it, on a run of several) by hand.
+
+    Labels come after the grader's, usually on a finished run, and are how the platform
+    measures the grader's agreement with people (docs/judges.md, "Human labels"). A
+    later label of the same (invocation, index, trial) by the same ``labelled_by``
+    replaces theirs for readers; the log keeps both. ``grade`` is on ``scale``:
+    ``pass_fail`` ("pass", "fail") or ``correct_partial_incorrect`` ("C", "P", "I").
+    """
+
+    label_id: str
+    task_id: str
+    index: int
+    invocation: int = 1
+    trial: int = 0
+    scale: Literal["pass_fail", "correct_partial_incorrect"]
+    grade: str
+    note: str | None = None
+    labelled_by: str
+
+
 class PipelineFinished(_Data):
     status: Literal["ok", "error"]
     duration_ms: int
@@ -401,6 +422,7 @@ _RUN_EVENT_MODELS: tuple[type[RunEventData], ...] = (
     RunHalted,
     RunDeleted,
     RunUpdated,
+    TaskLabelled,
     PipelineFinished,
     # What an agent did in a task's attempt (``agent_events``).
     *AGENT_EVENT_TYPES,

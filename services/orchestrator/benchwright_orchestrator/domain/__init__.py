@@ -736,6 +736,55 @@ class Run(Aggregate):
     def _deleted(self, deleted_by: str) -> None:
         self.deleted = True
 
+    def label(
+        self,
+        *,
+        label_id: str,
+        task_id: str,
+        index: int,
+        invocation: int,
+        trial: int,
+        scale: str,
+        grade: str,
+        note: str | None,
+        by: str,
+    ) -> None:
+        """Record a person's grade of one task. The log keeps every label; readers take
+        each person's latest for a task (the gateway's ``labels`` view), so a command
+        redelivered after it was saved records the same label again, harmlessly, and
+        the run keeps no state for them. Refused on a deleted run or for a trial the
+        run does not have."""
+        if self.deleted:
+            raise RunError(f"run {self.run_id} was deleted")
+        if not 0 <= trial < self.sweep.k:
+            raise RunError(f"run {self.run_id} has no trial {trial}")
+        self._labelled(
+            label_id=label_id,
+            task_id=task_id,
+            index=index,
+            invocation=invocation,
+            trial=trial,
+            scale=scale,
+            grade=grade,
+            note=note,
+            labelled_by=by,
+        )
+
+    @event("TaskLabelled")
+    def _labelled(
+        self,
+        label_id: str,
+        task_id: str,
+        index: int,
+        invocation: int,
+        trial: int,
+        scale: str,
+        grade: str,
+        note: str | None,
+        labelled_by: str,
+    ) -> None:
+        pass
+
     @event("ReportFile")
     def report_file(self, name: str, media_type: str, content: str, sha256: str) -> None:
         pass
