@@ -160,6 +160,14 @@ MATRIX: dict[tuple[str, str], Entry] = {
         "runs:read", "/v1/runs/{run}/compare?with={run}", owned=True
     ),
     ("GET", "/v1/runs/{run_id}/narrate"): Entry("runs:read", "/v1/runs/{run}/narrate", owned=True),
+    ("GET", "/v1/runs/{run_id}/labels"): Entry("runs:read", "/v1/runs/{run}/labels", owned=True),
+    ("GET", "/v1/runs/{run_id}/agreement"): Entry(
+        "runs:read", "/v1/runs/{run}/agreement", owned=True
+    ),
+    # Grading a task by hand: a scope of its own, so a reviewer's token launches nothing.
+    ("POST", "/v1/runs/{run_id}/labels"): Entry(
+        "runs:label", "/v1/runs/{run}/labels", {"task": 0, "grade": "pass"}, owned=True
+    ),
     # Artifacts and the report.
     ("GET", "/v1/runs/{run_id}/artifacts"): Entry(
         "artifacts:read", "/v1/runs/{run}/artifacts", owned=True
