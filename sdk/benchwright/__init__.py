@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         WaitTimeoutError,
     )
     from ._models import (
+        Agreement,
         Artifact,
         ArtifactDetail,
         AsyncTaskList,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
         DeletedRun,
         EventList,
         Fingerprint,
+        Label,
+        LabelList,
         Narration,
         ProjectionRebuild,
         Run,
@@ -111,6 +114,9 @@ _LAZY: dict[str, str] = {
     "Fingerprint": "._models",
     "Narration": "._models",
     "RunComparison": "._models",
+    "Agreement": "._models",
+    "Label": "._models",
+    "LabelList": "._models",
     "WebhookWithSecret": ".resources.webhooks",
 }
 
@@ -133,6 +139,7 @@ __all__ = [
     "APIResponseError",
     "APIStatusError",
     "APITimeoutError",
+    "Agreement",
     "Artifact",
     "ArtifactDetail",
     "AsyncBenchwright",
@@ -150,6 +157,8 @@ __all__ = [
     "EventList",
     "Fingerprint",
     "InternalServerError",
+    "Label",
+    "LabelList",
     "Narration",
     "NotFoundError",
     "PaymentRequiredError",

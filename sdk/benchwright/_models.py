@@ -18,6 +18,7 @@ from benchwright_shared.api.artifacts import Artifact, ArtifactDetail, ArtifactL
 from benchwright_shared.api.base import Answer as _Model
 from benchwright_shared.api.base import AttrDict
 from benchwright_shared.api.compare import RunComparison
+from benchwright_shared.api.labels import Agreement, Label, LabelList
 from benchwright_shared.api.runs import (
     BenchmarkRef,
     DeletedRun,
@@ -45,6 +46,7 @@ from benchwright_shared.api.runs import (
 )
 
 __all__ = [
+    "Agreement",
     "Artifact",
     "ArtifactDetail",
     "ArtifactList",
@@ -58,6 +60,8 @@ __all__ = [
     "FingerprintRecord",
     "Interval",
     "LLMSpend",
+    "Label",
+    "LabelList",
     "Money",
     "Narration",
     "ProjectionRebuild",

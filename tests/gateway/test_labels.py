@@ -37,6 +37,7 @@ from benchwright_shared.contracts.run_events import TaskLabelled
 from benchwright_shared.projection import ProjectionStore
 from benchwright_shared.refusal import Refused
 from benchwright_shared.settings import Settings
+from tests.conftest import machine_database_url, reset_postgres
 
 RUN = "33333333-3333-3333-3333-333333333333"
 ACCOUNT = "acct_a"
@@ -242,16 +243,28 @@ class ViewPorts:
         return row
 
 
-def _ports(tmp_path: Path, **log: Any) -> ViewPorts:
-    store = ProjectionStore(Settings(data_dir=tmp_path), "gateway", [RunsProjection()])
+def _ports(tmp_path: Path, database_url: str | None = None, **log: Any) -> ViewPorts:
+    settings = Settings(data_dir=tmp_path, database_url=database_url)
+    store = ProjectionStore(settings, "gateway", [RunsProjection()])
     store.apply_many("runs", list(enumerate(_run_log(**log), start=1)))
     return ViewPorts(store)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    if request.param == "sqlite":
+        return None
+    url = machine_database_url()
+    if url is None:
+        pytest.skip("BW_TEST_DATABASE_URL is not set")
+    reset_postgres(url)
+    return url
+
+
 async def test_a_label_is_recorded_listed_and_replaced_by_the_same_persons_next(
-    tmp_path: Path,
+    tmp_path: Path, database_url: str | None
 ) -> None:
-    ports = _ports(tmp_path)
+    ports = _ports(tmp_path, database_url)
     first = await labelling.record(
         ports, ACCOUNT, RUN, LabelRequest(task=2, grade="FAIL", note="wrong unit")
     )

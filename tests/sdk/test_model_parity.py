@@ -46,6 +46,8 @@ from benchwright_gateway.api import webhooks as webhook_routes
 from benchwright_gateway.render import render_cost, render_run, render_task, render_trial
 from benchwright_gateway.webhooks.delivery import encode_event
 from benchwright_gateway.webhooks.domain import Delivery, Endpoint, RetryPolicy
+from benchwright_shared import judge_agreement, judge_correction
+from benchwright_shared.api import labels as label_answers
 from benchwright_shared.api import registry as registry_answers
 from benchwright_shared.api.base import Answer
 from benchwright_shared.contracts import registry as registry_views
@@ -74,6 +76,11 @@ class Mirror:
 
 OBJECT = frozenset({"object"})
 MIRRORS = [
+    # The agreement's figures: the statistics' models, as answers.
+    Mirror(label_answers.KappaFigure, judge_agreement.Kappa),
+    Mirror(label_answers.GraderLean, judge_agreement.JudgeLean),
+    Mirror(label_answers.GraderAgreement, judge_agreement.JudgeAgreement),
+    Mirror(label_answers.CorrectedFigure, judge_correction.CorrectedEstimate),
     Mirror(registry_models.Snapshot, registry_views.SnapshotView),
     Mirror(registry_models.Subset, registry_views.SubsetView, OBJECT),
     Mirror(registry_models.Impl, registry_views.ImplView, OBJECT),

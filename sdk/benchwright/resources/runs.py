@@ -9,6 +9,7 @@ from typing import Any
 from .._errors import APIConnectionError
 from .._http import SyncHTTP
 from .._models import (
+    Agreement,
     Artifact,
     ArtifactDetail,
     AttrDict,
@@ -16,6 +17,8 @@ from .._models import (
     DeletedRun,
     EventList,
     Fingerprint,
+    Label,
+    LabelList,
     Narration,
     Run,
     RunComparison,
@@ -236,6 +239,33 @@ class Runs:
         fingerprints, sampling config).
         """
         return self._http.send(RunCalls.compare(run_id, other, alpha))
+
+    def label(
+        self,
+        run_id: str,
+        task: int | str,
+        grade: str,
+        *,
+        note: str | None = None,
+        trial: int | None = None,
+    ) -> Label:
+        """Record your grade of one task of the run: ``task`` is its index, row id
+        (``t1_3``) or task id, ``grade`` on the scale of the run's grader (``pass`` /
+        ``fail``, or ``C`` / ``P`` / ``I`` when its scorer grades so), ``trial`` one of
+        the run's trials (0 when left out). A later label of the same task by you
+        replaces this one. Needs a token with the ``runs:label`` scope."""
+        return self._http.send(RunCalls.label(run_id, task, grade, note, trial))
+
+    def labels(self, run_id: str) -> LabelList:
+        """The run's labels, each person's latest per task, oldest first."""
+        return self._http.send(RunCalls.labels(run_id))
+
+    def agreement(self, run_id: str) -> Agreement:
+        """How far the run's grader agrees with people over the labelled tasks: ``n``
+        compared, raw agreement, Cohen's kappa with its interval, the confusion matrix
+        (rows: people), which way the grader errs, and the run's pass rate or mean
+        score ``corrected`` for the grader's measured error (docs/judges.md)."""
+        return self._http.send(RunCalls.agreement(run_id))
 
     def blocked_hosts(self, run_id: str) -> builtins.list[BlockedHost]:
         """Hosts this run's sandboxes were refused, with counts (see ``bw.host_policy``)."""

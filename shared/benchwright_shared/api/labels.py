@@ -1,14 +1,13 @@
 """People's labels of a run's tasks, and how far the run's grader agrees with them."""
 
-from typing import Literal
-
 from pydantic import Field
 
 from benchwright_shared.api.base import Answer, Timestamp
-from benchwright_shared.judge_agreement import JudgeAgreement
-from benchwright_shared.judge_correction import CorrectedEstimate
+from benchwright_shared.stats import LEVEL
 
-LabelScale = Literal["pass_fail", "correct_partial_incorrect"]
+# The grades' scale: ``pass_fail`` or ``correct_partial_incorrect`` (an open string, so
+# an older client reads a newer scale).
+LabelScale = str
 
 
 class Label(Answer):
@@ -40,6 +39,78 @@ class LabelList(Answer):
     data: list[Label] = Field(default_factory=list)
 
 
+# The statistics' own models (``judge_agreement``, ``judge_correction``) as answers:
+# the same fields, open strings for their enumerations, and unknown fields kept.
+class KappaFigure(Answer):
+    """A kappa, its bootstrap interval, and its large-sample standard error (or None
+    with a ``reason``)."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    level: float = LEVEL
+    standard_error: float | None = None
+    resamples: int = 0
+    # ``linear`` or ``quadratic`` for a weighted kappa.
+    weighting: str | None = None
+    reason: str | None = None
+
+
+class GraderLean(Answer):
+    """Which way the grader errs: above people (``lenient``) or below (``strict``)."""
+
+    lenient: int
+    strict: int
+    lenient_rate: float
+    strict_rate: float
+    mean_offset: float
+    # ``lenient``, ``strict`` or ``even``.
+    leaning: str
+    # Exact two-sided sign test on the disagreements.
+    p_value: float
+
+
+class GraderAgreement(Answer):
+    """The grader against people over the labelled tasks it graded.
+
+    ``confusion``: rows are people's grade, columns the grader's, both in
+    ``categories`` order (worst to best).
+    """
+
+    compared: int
+    labels_without_grade: int
+    categories: tuple[str | float, ...]
+    raw_agreement: float | None
+    kappa: KappaFigure
+    weighted_kappa: KappaFigure | None
+    confusion: tuple[tuple[int, ...], ...]
+    lean: GraderLean | None
+
+
+class CorrectedFigure(Answer):
+    """The run's figure and interval corrected for the grader's measured error
+    (prediction-powered inference), or the plain ones with ``corrected`` False."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+    method: str
+    corrected: bool
+    reason: str | None = None
+    tasks: int
+    labelled: int
+    labels_without_grade: int
+    disagreements: int
+    judge_estimate: float
+    plain_low: float
+    plain_high: float
+    plain_method: str
+    rectifier: float | None = None
+    rectifier_low: float | None = None
+    rectifier_high: float | None = None
+
+
 class Agreement(Answer):
     """The run's grader against people, over the tasks both graded.
 
@@ -62,5 +133,5 @@ class Agreement(Answer):
     graded: int
     labelled: int
     labels: int
-    agreement: JudgeAgreement
-    corrected: CorrectedEstimate | None = None
+    agreement: GraderAgreement
+    corrected: CorrectedFigure | None = None

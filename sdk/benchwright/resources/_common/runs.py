@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from ..._errors import APIResponseError, WaitTimeoutError
 from ..._http import Call
 from ..._models import (
+    Agreement,
     Artifact,
     ArtifactDetail,
     ArtifactList,
@@ -22,6 +23,8 @@ from ..._models import (
     DeletedRun,
     EventList,
     Fingerprint,
+    Label,
+    LabelList,
     Narration,
     Run,
     RunComparison,
@@ -209,6 +212,23 @@ class RunCalls:
     def compare(run_id: str, other: str, alpha: float) -> Call[RunComparison]:
         params: dict[str, str | float] = {"with": other, "alpha": alpha}
         return Call("GET", run_path(run_id, "compare"), parser(RunComparison), params=params)
+
+    @staticmethod
+    def label(
+        run_id: str, task: int | str, grade: str, note: str | None, trial: int | None
+    ) -> Call[Label]:
+        # A label sent twice is the same person's same grade twice: the later replaces
+        # the earlier, so a retry after a lost answer changes nothing.
+        body = {"task": task, "grade": grade, **present(note=note, trial=trial)}
+        return Call("POST", run_path(run_id, "labels"), parser(Label), json=body, retry_safe=True)
+
+    @staticmethod
+    def labels(run_id: str) -> Call[LabelList]:
+        return Call("GET", run_path(run_id, "labels"), parser(LabelList))
+
+    @staticmethod
+    def agreement(run_id: str) -> Call[Agreement]:
+        return Call("GET", run_path(run_id, "agreement"), parser(Agreement))
 
     @staticmethod
     def blocked_hosts(run_id: str) -> Call[builtins.list[BlockedHost]]:

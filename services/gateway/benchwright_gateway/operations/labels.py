@@ -29,7 +29,13 @@ from benchwright_gateway.ports import LabelPorts, RunRow
 from benchwright_gateway.projections import trials_per_task
 from benchwright_gateway.render import task_row_id
 from benchwright_gateway.requests import LabelRequest
-from benchwright_shared.api.labels import Agreement, Label, LabelList
+from benchwright_shared.api.labels import (
+    Agreement,
+    CorrectedFigure,
+    GraderAgreement,
+    Label,
+    LabelList,
+)
 from benchwright_shared.contracts import LabelTask
 from benchwright_shared.refusal import Refused
 
@@ -157,8 +163,12 @@ async def measure(ports: LabelPorts, account: str, run_id: str) -> Agreement:
         graded=figures.graded,
         labelled=figures.labelled,
         labels=len(records),
-        agreement=figures.agreement,
-        corrected=figures.corrected,
+        agreement=GraderAgreement.model_validate(figures.agreement.model_dump()),
+        corrected=(
+            None
+            if figures.corrected is None
+            else CorrectedFigure.model_validate(figures.corrected.model_dump())
+        ),
     )
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import typer
 
 # The command modules register themselves on ``run_app`` when imported.
-from . import _launching, _managing, _reading
+from . import _labelling, _launching, _managing, _reading
 from ._group import run_app
 
 __all__ = ["ORDER", "register", "run_app"]
 
 ORDER = 10
 
-_COMMANDS = (_launching, _reading, _managing)
+_COMMANDS = (_launching, _reading, _managing, _labelling)
 
 
 def register(app: typer.Typer) -> None:
