@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from benchwright_gateway.context import GatewayContext
-from benchwright_gateway.web import account, registry, runs, signin, tasks
+from benchwright_gateway.web import account, registry, review, runs, signin, tasks
 from benchwright_gateway.web.inproc import InProcessApi
 from benchwright_gateway.web.routing import Web
 from benchwright_gateway.web.sessions import Browser, Verify
@@ -21,6 +21,6 @@ from benchwright_gateway.web.templating import STATIC_DIR
 def install(http: FastAPI, ctx: GatewayContext, verify: Verify) -> None:
     """Add the pages and their static files to the gateway's app."""
     web = Web(ctx, Browser(verify), InProcessApi(http))
-    for module in (signin, runs, tasks, registry, account):
+    for module in (signin, runs, tasks, review, registry, account):
         http.include_router(module.build_router(web))
     http.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
