@@ -21,6 +21,8 @@ from benchwright_gateway.web.templating import STATIC_DIR
 def install(http: FastAPI, ctx: GatewayContext, verify: Verify) -> None:
     """Add the pages and their static files to the gateway's app."""
     web = Web(ctx, Browser(verify), InProcessApi(http))
-    for module in (signin, runs, tasks, review, registry, account):
+    # The review queue before the run page: its form posts to a path that the run
+    # page's action route (`/runs/{id}/{action}`) would take otherwise.
+    for module in (signin, review, runs, tasks, registry, account):
         http.include_router(module.build_router(web))
     http.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
