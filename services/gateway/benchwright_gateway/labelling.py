@@ -168,18 +168,24 @@ def agreement(
 
 
 def review_order(run_id: str, graded: Sequence[Graded], scale: ScaleName) -> list[Graded]:
-    """The run's graded units in the order the review queue offers them: each grade's
-    units shuffled by a generator seeded with the run's id, then one of each grade in
-    turn (scale order), so that any prefix covers the grader's grades as evenly as the
-    run allows, and the same run always gives the same order."""
+    """The run's graded units in the order the review queue offers them, stratified
+    across the grader's grades in proportion to their sizes.
+
+    Each grade's units are shuffled by a generator seeded with the run's id and spread
+    evenly over [0, 1) from a seeded offset (systematic sampling within the stratum);
+    the queue is all units by that position. So any first n hold each grade's share of
+    n to within one task, every task has the same chance n / N of being among them, and
+    the same run always gives the same order. Proportional allocation is what keeps the
+    labels a self-weighting sample: ``judge_correction`` and the agreement figures
+    assume labelled tasks are drawn with equal probability (decision 0059), and an
+    equal number per grade would over-weight the rarer grades without sampling weights.
+    A task the grader gave no grade (errored) is not offered."""
     seed = int.from_bytes(hashlib.sha256(f"review:{run_id}".encode()).digest()[:8], "big")
     rng = random.Random(seed)
-    strata: list[list[Graded]] = []
-    for grade in SCALES[scale].categories:
+    placed: list[tuple[float, int, Graded]] = []
+    for rank, grade in enumerate(SCALES[scale].categories):
         units = sorted((g for g in graded if g.grade == grade), key=lambda g: (g.index, g.trial))
         rng.shuffle(units)
-        strata.append(units)
-    order: list[Graded] = []
-    for position in range(max((len(s) for s in strata), default=0)):
-        order.extend(s[position] for s in strata if position < len(s))
-    return order
+        offset = rng.random()
+        placed.extend(((k + offset) / len(units), rank, unit) for k, unit in enumerate(units))
+    return [unit for _, _, unit in sorted(placed, key=lambda p: (p[0], p[1]))]
