@@ -36,6 +36,7 @@ ORDER = 20
 LOGIN_SCOPES = (
     "runs:read",
     "runs:write",
+    "runs:label",
     "artifacts:read",
     "secrets:read",
     "secrets:write",
