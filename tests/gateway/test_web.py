@@ -342,3 +342,29 @@ def test_highlighted_code_is_the_code_escaped() -> None:
     assert "</script>" not in shown and "<b>" not in shown
     assert '<span class="k">def</span>' in shown and '<span class="nf">score</span>' in shown
     assert html.unescape(re.sub(r"<[^>]+>", "", shown)) == code
+
+
+async def test_the_review_queue_escapes_needs_the_csrf_token_and_is_the_owners(
+    gateway: GatewayService,
+) -> None:
+    session = session_of(gateway, "alice")
+    async with browser(gateway, session) as client:
+        queue = await client.get(f"/runs/{RUN}/review")
+        assert queue.status_code == 200, queue.text
+        assert queue.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        # The two settled tasks, pass and fail, are the sample; the running one is not.
+        assert queue.text.count("</code></td>") == 2 and "t-2" not in queue.text
+        assert "<script>document" not in queue.text and "<img src=x" not in queue.text
+        assert 'id="review-task"' in queue.text and 'name="grade" value="pass"' in queue.text
+        forged = await client.post(
+            f"/runs/{RUN}/review", data={"csrf": "guessed", "task": "t1_0", "grade": "fail"}
+        )
+        assert forged.status_code == 403 and "form is stale" in forged.text
+        # A grade off the scale comes back as the queue with the API's problem.
+        off_scale = await client.post(
+            f"/runs/{RUN}/review",
+            data={"csrf": hidden(queue.text, "csrf"), "task": "t1_0", "grade": "C"},
+        )
+        assert off_scale.status_code == 422 and "not a grade" in off_scale.text
+    async with browser(gateway, session_of(gateway, "bob")) as stranger:
+        assert (await stranger.get(f"/runs/{RUN}/review")).status_code == 404
