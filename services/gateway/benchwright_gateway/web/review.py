@@ -4,10 +4,11 @@ another, and sees how far the run's grader agrees with them.
 The sample is the first ``n`` of the run's graded tasks in ``labelling.review_order``
 (stratified across the grader's grades in proportion to their sizes, seeded by the
 run), so the same run always offers the same tasks in the same order. The page shows
-the first of them the person has not labelled yet: its input, expected answer, output and the grader's score
-metadata (a judge's reasoning, when its scorer keeps one there), and a form that posts
-the person's grade and note through ``POST /v1/runs/{id}/labels`` (``inproc``), then
-shows the next. The agreement figures above are ``GET /v1/runs/{id}/agreement``'s.
+the first of them the person has not labelled yet: its input, expected answer, output
+and the grader's score metadata (a judge's reasoning, when its scorer keeps one there),
+and a form that posts the person's grade and note through ``POST /v1/runs/{id}/labels``
+(``inproc``), then shows the next. The agreement figures above it are those of
+``GET /v1/runs/{id}/agreement``.
 """
 
 import asyncio
