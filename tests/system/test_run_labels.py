@@ -123,6 +123,8 @@ async def test_labels_over_the_api_give_scikit_learns_agreement(
     assert len(labels.data) == len(people)  # the relabel of 7 replaced the first look
     events = await bw.runs.events(run_id, types=["TaskLabelled"])
     assert [e.data["grade"] for e in events.data] == ["C", *people.values()]
+    told = await bw.runs.narrate(run_id, slice="all")
+    assert f"{labels.data[0].labelled_by} labelled task sum-13-29 I." in told.text
 
     report = await bw.runs.agreement(run_id)
     wanted = reference(people, grader)

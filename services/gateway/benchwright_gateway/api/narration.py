@@ -21,6 +21,7 @@ from benchwright_shared.contracts.run_events import (
     RunHalted,
     RunLaunched,
     RunUpdated,
+    TaskLabelled,
 )
 from benchwright_shared.run_log import parse_run_event, run_event_type
 
@@ -100,6 +101,12 @@ def _cleared(d: HaltCleared) -> str:
 @_tells(RunUpdated)
 def _updated(d: RunUpdated) -> str | None:
     return f"Made {d.visibility}." if d.visibility else None
+
+
+@_tells(TaskLabelled)
+def _labelled(d: TaskLabelled) -> str:
+    trial = f" (trial {d.trial})" if d.trial else ""
+    return f"{d.labelled_by} labelled task {d.task_id}{trial} {d.grade}."
 
 
 @_tells(PipelineFinished)
