@@ -63,6 +63,8 @@ async def test_labelling_needs_its_own_scope_and_reading_needs_runs_read(
         ({"task": 1, "grade": "pass", "note": "x" * 4001}, 400, "note"),
         ({"task": 1, "grade": "pass", "trial": -1}, 400, "trial"),
         ({"task": 1}, 400, "grade"),
+        ({"task": True, "grade": "pass"}, 400, "task"),
+        ({"task": "", "grade": "pass"}, 400, "task"),
         ({"task": 1, "grade": "pass", "by": "someone else"}, 400, "by"),
     ],
 )

@@ -8,6 +8,7 @@ from pydantic import (
     Field,
     HttpUrl,
     StrictBool,
+    StrictInt,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -394,16 +395,17 @@ class LabelRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: int | str = Field(union_mode="left_to_right")
+    task: StrictInt | str = Field(union_mode="left_to_right")
     trial: int | None = Field(default=None, ge=0, le=10_000)
     grade: str = Field(min_length=1, max_length=20)
     note: str | None = Field(default=None, max_length=NOTE_CAP)
 
-    @field_validator("task")
+    @field_validator("task", mode="before")
     @classmethod
-    def _task_named(cls, value: int | str) -> int | str:
-        if isinstance(value, int) and value < 0:
-            raise ValueError("a task index is 0 or more")
-        if isinstance(value, str) and not 0 < len(value) <= 500:
-            raise ValueError("name the task by its index, row id or task id")
-        return value
+    def _task_named(cls, value: Any) -> Any:
+        # Checked before the union, so that a refusal names ``task``, not a member.
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        if isinstance(value, str) and 0 < len(value) <= 500:
+            return value
+        raise ValueError("name the task by its index (0 or more), row id or task id")
