@@ -852,6 +852,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Labels
+         * @description The run's labels, each person's latest per task, oldest first.
+         */
+        get: operations["list_labels_v1_runs__run_id__labels_get"];
+        put?: never;
+        /**
+         * Label
+         * @description Record the caller's grade of one task (``task``: index, row id or task id); a
+         *     later label of the same task by the same person replaces theirs.
+         */
+        post: operations["label_v1_runs__run_id__labels_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{run_id}/agreement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Agreement
+         * @description The run's grader against people over the labelled tasks: raw agreement, Cohen's
+         *     kappa with its interval, the confusion matrix, which way the grader errs, and the
+         *     run's figure corrected for the grader's measured error.
+         */
+        get: operations["agreement_v1_runs__run_id__agreement_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/export": {
         parameters: {
             query?: never;
@@ -1539,6 +1586,46 @@ export interface components {
              */
             admin: boolean;
         };
+        /**
+         * Agreement
+         * @description The run's grader against people, over the tasks both graded.
+         *
+         *     ``grader`` says where the grader's grade was read (``outcome``: pass or fail;
+         *     ``score_meta.grade``: a judge's C/P/I). ``agreement`` holds raw agreement, Cohen's
+         *     kappa with its bootstrap interval (and weighted kappa, the scales being ordered),
+         *     the confusion matrix (rows: people, columns: the grader) and which way the grader
+         *     errs. ``corrected`` is the run's pass rate (pass/fail) or mean score (C/P/I, partial
+         *     = 0.5) corrected by prediction-powered inference, ``corrected: false`` with its
+         *     reason while no labelled task was graded; None when the grader graded nothing.
+         */
+        Agreement: {
+            /**
+             * Object
+             * @default agreement
+             */
+            object: string;
+            /** Run Id */
+            run_id: string;
+            /**
+             * Invocation
+             * @default 1
+             */
+            invocation: number;
+            /** Scale */
+            scale: string;
+            /** Grader */
+            grader: string;
+            /** Graded */
+            graded: number;
+            /** Labelled */
+            labelled: number;
+            /** Labels */
+            labels: number;
+            agreement: components["schemas"]["GraderAgreement"];
+            corrected?: components["schemas"]["CorrectedFigure"] | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** AppendIn */
         AppendIn: {
             /** Tasks */
@@ -2204,6 +2291,51 @@ export interface components {
             max_duration_ms?: number | null;
         };
         /**
+         * CorrectedFigure
+         * @description The run's figure and interval corrected for the grader's measured error
+         *     (prediction-powered inference), or the plain ones with ``corrected`` False.
+         */
+        CorrectedFigure: {
+            /** Estimate */
+            estimate: number;
+            /** Low */
+            low: number;
+            /** High */
+            high: number;
+            /** Level */
+            level: number;
+            /** Method */
+            method: string;
+            /** Corrected */
+            corrected: boolean;
+            /** Reason */
+            reason?: string | null;
+            /** Tasks */
+            tasks: number;
+            /** Labelled */
+            labelled: number;
+            /** Labels Without Grade */
+            labels_without_grade: number;
+            /** Disagreements */
+            disagreements: number;
+            /** Judge Estimate */
+            judge_estimate: number;
+            /** Plain Low */
+            plain_low: number;
+            /** Plain High */
+            plain_high: number;
+            /** Plain Method */
+            plain_method: string;
+            /** Rectifier */
+            rectifier?: number | null;
+            /** Rectifier Low */
+            rectifier_low?: number | null;
+            /** Rectifier High */
+            rectifier_high?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * CostRange
          * @description The cost, bounded below and above, with the figure expected.
          */
@@ -2453,6 +2585,52 @@ export interface components {
             } | null;
             /** Idempotency Key */
             idempotency_key?: string | null;
+        };
+        /**
+         * GraderAgreement
+         * @description The grader against people over the labelled tasks it graded.
+         *
+         *     ``confusion``: rows are people's grade, columns the grader's, both in
+         *     ``categories`` order (worst to best).
+         */
+        GraderAgreement: {
+            /** Compared */
+            compared: number;
+            /** Labels Without Grade */
+            labels_without_grade: number;
+            /** Categories */
+            categories: (string | number)[];
+            /** Raw Agreement */
+            raw_agreement: number | null;
+            kappa: components["schemas"]["KappaFigure"];
+            weighted_kappa: components["schemas"]["KappaFigure"] | null;
+            /** Confusion */
+            confusion: number[][];
+            lean: components["schemas"]["GraderLean"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * GraderLean
+         * @description Which way the grader errs: above people (``lenient``) or below (``strict``).
+         */
+        GraderLean: {
+            /** Lenient */
+            lenient: number;
+            /** Strict */
+            strict: number;
+            /** Lenient Rate */
+            lenient_rate: number;
+            /** Strict Rate */
+            strict_rate: number;
+            /** Mean Offset */
+            mean_offset: number;
+            /** Leaning */
+            leaning: string;
+            /** P Value */
+            p_value: number;
+        } & {
+            [key: string]: unknown;
         };
         /** HaltRequest */
         HaltRequest: {
@@ -2765,6 +2943,37 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * KappaFigure
+         * @description A kappa, its bootstrap interval, and its large-sample standard error (or None
+         *     with a ``reason``).
+         */
+        KappaFigure: {
+            /** Value */
+            value?: number | null;
+            /** Low */
+            low?: number | null;
+            /** High */
+            high?: number | null;
+            /**
+             * Level
+             * @default 0.95
+             */
+            level: number;
+            /** Standard Error */
+            standard_error?: number | null;
+            /**
+             * Resamples
+             * @default 0
+             */
+            resamples: number;
+            /** Weighting */
+            weighting?: string | null;
+            /** Reason */
+            reason?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * KindTally
          * @description One task kind's share of a run (composite subsets, whose rows carry ``input.kind``).
          *
@@ -2828,6 +3037,85 @@ export interface components {
             completion_tokens: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * Label
+         * @description A person's grade of one task (one trial of it, on a run of several).
+         *
+         *     ``id`` is the label's own; ``task`` the task's row id (``t<invocation>_<index>``).
+         *     A later label of the same task by the same person replaces this one in listings.
+         */
+        Label: {
+            /** Id */
+            id: string;
+            /**
+             * Object
+             * @default label
+             */
+            object: string;
+            /** Run Id */
+            run_id: string;
+            /** Task */
+            task: string;
+            /** Task Id */
+            task_id: string;
+            /** Index */
+            index: number;
+            /**
+             * Invocation
+             * @default 1
+             */
+            invocation: number;
+            /**
+             * Trial
+             * @default 0
+             */
+            trial: number;
+            /** Scale */
+            scale: string;
+            /** Grade */
+            grade: string;
+            /** Note */
+            note?: string | null;
+            /** Labelled By */
+            labelled_by: string;
+            /** Created At */
+            created_at?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * LabelList
+         * @description A run's labels, each person's latest per task, oldest first.
+         */
+        LabelList: {
+            /**
+             * Object
+             * @default list
+             */
+            object: string;
+            /** Data */
+            data?: components["schemas"]["Label"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * LabelRequest
+         * @description ``POST /v1/runs/{id}/labels``: a person's grade of one task of the run.
+         *
+         *     ``task`` is the task's index, its row id (``t1_3``) or its task id; ``trial`` one
+         *     of the run's trials (0 when left out); ``grade`` on the scale of the run's grader
+         *     (``pass``/``fail``, or ``C``/``P``/``I`` when its scorer grades so).
+         */
+        LabelRequest: {
+            /** Task */
+            task: number | string;
+            /** Trial */
+            trial?: number | null;
+            /** Grade */
+            grade: string;
+            /** Note */
+            note?: string | null;
         };
         /** LaunchMetadata */
         LaunchMetadata: {
@@ -9856,6 +10144,328 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunComparison"];
+                };
+            };
+            /** @description The request is invalid; `field` names what. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credentials, or not valid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials lack a scope the operation needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description What the path names does not exist, or is not the caller's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A conflict: the state moved on, or a key was reused. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs is not answering; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs did not answer in time; retry. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_labels_v1_runs__run_id__labels_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LabelList"];
+                };
+            };
+            /** @description The request is invalid; `field` names what. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credentials, or not valid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials lack a scope the operation needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description What the path names does not exist, or is not the caller's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A conflict: the state moved on, or a key was reused. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs is not answering; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs did not answer in time; retry. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    label_v1_runs__run_id__labels_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LabelRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            /** @description The request is invalid; `field` names what. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credentials, or not valid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credentials lack a scope the operation needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description What the path names does not exist, or is not the caller's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A conflict: the state moved on, or a key was reused. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the API accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An internal error. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs is not answering; retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A service the request needs did not answer in time; retry. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other error. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    agreement_v1_runs__run_id__agreement_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agreement"];
                 };
             };
             /** @description The request is invalid; `field` names what. */
