@@ -159,20 +159,21 @@ def with_agent_timeout(run: Any, task: str, seconds: float) -> Any:
 
 
 async def test_a_terminus_2_cut_short_by_its_timeout_still_carries_its_calls_cost() -> None:
-    # One call, whose command terminus-2 then waits on for longer than the attempt has
-    # (20 s: time for the child to import Harbor and make its call on a loaded machine).
-    script = {"greeting.txt": [terminus(["sleep 50"], wait_s=50.0)]}
+    # One call, whose command terminus-2 then waits on for longer than the attempt has.
+    # The timeout covers the child's start (Harbor's and LiteLLM's imports): 40 s, as a
+    # CI machine under the whole suite took more than 20 to make the one call.
+    script = {"greeting.txt": [terminus(["sleep 120"], wait_s=120.0)]}
     server = ScriptedAgentServer(ScriptBook(script, default=DONE))
     server.start()
     try:
         run = with_agent_timeout(
-            harbor_run("harbor:terminus-2", task="write-greeting"), "write-greeting", 20.0
+            harbor_run("harbor:terminus-2", task="write-greeting"), "write-greeting", 40.0
         )
         ctx = context(run, server)
         row = (await swept(ctx))["write-greeting"][0]
     finally:
         server.stop()
-    assert len(server.requests) == 1
+    assert len(server.requests) == 1, (row.outcome, row.error_type, row.error)
     assert (row.outcome, row.calls, row.cost_micros) == ("fail", 1, COST_MICROS_PER_TURN)
     prompt = INPUT_TOKENS_PER_MESSAGE * len(server.requests[0]["body"]["messages"])
     assert (row.prompt_tokens, row.completion_tokens) == (prompt, OUTPUT_TOKENS_PER_TURN)

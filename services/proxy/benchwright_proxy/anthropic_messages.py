@@ -14,13 +14,24 @@ Errors keep their status and take Anthropic's shape
 (``{"type": "error", "error": {"type", "message"}}``).
 """
 
+import asyncio
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-__all__ = ["ChatOfMessages", "anthropic_error", "as_events", "from_chat", "to_chat"]
+from benchwright_proxy.providers.litellm_provider import import_litellm
+
+__all__ = [
+    "ChatOfMessages",
+    "anthropic_error",
+    "as_events",
+    "from_chat",
+    "ready",
+    "to_chat",
+]
 
 STAMP_PREFIX = "x-benchwright-"
 
@@ -41,14 +52,18 @@ def anthropic_error(status: int, message: str, kind: str) -> JSONResponse:
     )
 
 
+@functools.cache
 def _adapter() -> Any:
-    try:
-        from litellm.llms.anthropic.messages.adapters.transformation import AnthropicAdapter
-    except ImportError as exc:  # pragma: no cover - the proxy is installed with its providers
-        raise RuntimeError(
-            "the proxy's /v1/messages needs LiteLLM: pip install 'benchwright[providers]'"
-        ) from exc
+    import_litellm()  # offline, first: the adapter's import loads all of LiteLLM
+    from litellm.llms.anthropic.messages.adapters.transformation import AnthropicAdapter
+
     return AnthropicAdapter()
+
+
+async def ready() -> None:
+    """Load LiteLLM's adapter off the event loop: its first import takes seconds, which
+    would stall every other call the proxy is answering."""
+    await asyncio.to_thread(_adapter)
 
 
 def to_chat(body: Any) -> ChatOfMessages:

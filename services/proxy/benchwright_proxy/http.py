@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from benchwright_proxy.anthropic_messages import anthropic_error, from_chat, to_chat
+from benchwright_proxy.anthropic_messages import ready as messages_ready
 from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
 from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
@@ -333,6 +334,7 @@ def build_http_app(
         )
         if not key:
             return anthropic_error(401, "missing proxy key (x-api-key)", "authentication_error")
+        await messages_ready()
         try:
             body = json.loads(await request.body())
             chat = to_chat(body)

@@ -38,6 +38,23 @@ def _as_failure(exc: Exception) -> ProviderError | TransientUpstreamError:
     return failure(status, f"{type(exc).__name__}: {exc}"[:1000], _headers(exc))
 
 
+def import_litellm() -> Any:
+    """LiteLLM, imported offline: it otherwise fetches price maps and tokenizers from
+    the internet (and waits on them where there is none)."""
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ProviderError(
+            501,
+            "provider needs LiteLLM: pip install 'benchwright[providers]'",
+            code="provider_not_installed",
+        ) from exc
+    litellm.suppress_debug_info = True  # else each error prints a help banner to stdout
+    return litellm
+
+
 class LiteLLMProvider:
     name = "litellm"
 
@@ -51,19 +68,7 @@ class LiteLLMProvider:
         backoff_max_s: float = 8.0,
         api_bases: dict[str, str] | None = None,
     ) -> None:
-        # LiteLLM otherwise fetches price maps and tokenizers from the internet.
-        os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        try:
-            import litellm
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ProviderError(
-                501,
-                "provider needs LiteLLM: pip install 'benchwright[providers]'",
-                code="provider_not_installed",
-            ) from exc
-        litellm.suppress_debug_info = True  # else each error prints a help banner to stdout
-        self._litellm = litellm
+        self._litellm = import_litellm()
         self._keys = {
             "openrouter": settings.openrouter_api_key,
             "together": settings.together_api_key,
