@@ -220,10 +220,10 @@ class SandboxManager:
         """
         remembered = self._held.get(sandbox_id)
         if remembered is not None and not fresh:
-            sandbox, read_at = remembered
+            kept, kept_at = remembered
             healthy_since = self.membership.healthy_since
-            if healthy_since is not None and healthy_since <= read_at:
-                return sandbox
+            if healthy_since is not None and healthy_since <= kept_at:
+                return kept
         self._held.pop(sandbox_id, None)
         read_at, kills_begun = time.monotonic(), self._kills_begun
         sandbox = await self.store.run(self.app.get, sandbox_id)
