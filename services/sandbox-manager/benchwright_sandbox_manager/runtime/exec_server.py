@@ -119,14 +119,14 @@ def _start_command(request: dict[str, Any], stdio: list[int]) -> tuple[int | Non
             except OSError as exc:
                 _say(stdio[2], f"cannot enter {cwd!r}: {exc}")
                 return None, 126
-        set_limits(request["limits"])  # the command inherits them
         argv = request["argv"]
         try:
+            set_limits(request["limits"])  # the command inherits them
             return _spawn_in_path(argv, request["env"], actions), 0
         except FileNotFoundError as exc:
             _say(stdio[2], f"cannot run {argv[0]!r}: {exc}")
             return None, 127
-        except (OSError, ValueError, IndexError) as exc:
+        except (OSError, ValueError, IndexError, KeyError) as exc:
             _say(stdio[2], f"cannot run {argv[0] if argv else ''!r}: {exc}")
             return None, 126
     finally:
