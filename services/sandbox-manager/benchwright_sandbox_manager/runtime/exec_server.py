@@ -58,7 +58,6 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 REQUEST_MAX_BYTES = 1 << 20
 FDS_PER_REQUEST = 4
-FD_CEILING = 1 << 16
 
 
 def _drop_privileges(uid: int, gid: int) -> None:
