@@ -5,7 +5,7 @@ model's latency and the tool's run time) ... stays under 20 ms per turn".
 
 Both sides drive the same scripted tool-calling model (``ScriptedAgentServer`` from
 ``tests/support``, an OpenAI-compatible server on loopback that answers at once) and
-run the same tool command (``true``, in a shell) under bubblewrap:
+run the same tool command (``true``, in the shell tool's ``bash -c``) under bubblewrap:
 
 * platform: the whole platform in this process (``run_embedded``: its own
   nats-server, SQLite stores, all six services), a Harbor run of the platform's agent
@@ -17,7 +17,7 @@ run the same tool command (``true``, in a shell) under bubblewrap:
   from the log: the sandbox's creation and the verifier are outside it) over their
   turns;
 * baseline: in the same process, a bare loop: the same conversation posted straight
-  to the model server with httpx, each tool call a ``bwrap ... sh -c true`` started
+  to the model server with httpx, each tool call a ``bwrap ... bash -c true`` started
   directly, nothing recorded.
 
 The overhead is the difference of the two times per turn. Both sides take turns
@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 
+from benchwright_orchestrator.agents.tools import SHELL_ARGV
 from benchwright_runtime.cli import run_embedded
 from benchwright_shared.settings import Settings
 
@@ -225,8 +226,7 @@ async def baseline_side(model: ScriptedAgentServer, args: argparse.Namespace) ->
                         command = json.loads(tool_call["function"]["arguments"])["command"]
                         process = await asyncio.create_subprocess_exec(
                             *prefix,
-                            "sh",
-                            "-c",
+                            *SHELL_ARGV,
                             command,
                             stdout=asyncio.subprocess.PIPE,
                             stderr=asyncio.subprocess.PIPE,

@@ -12,7 +12,7 @@ from rich.console import Console
 from benchwright_runtime.health import HealthServer
 from benchwright_runtime.host import SERVICES, ServiceHost
 from benchwright_runtime.nats_server import EmbeddedNats, free_port
-from benchwright_shared.process import limit_malloc_arenas
+from benchwright_shared.process import freeze_startup_heap, limit_malloc_arenas
 from benchwright_shared.settings import Settings
 
 console = Console(stderr=True)
@@ -72,6 +72,7 @@ async def run_embedded(
     host = ServiceHost(settings, list(SERVICES), label="embedded")
     try:
         await host.start()
+        freeze_startup_heap()
         creds = host.service("gateway").credentials_path  # type: ignore[attr-defined]
         if not quiet:
             console.print(f"[bold green]Benchwright is up[/] at {settings.gateway_url}")
@@ -113,6 +114,7 @@ async def run_one(settings: Settings, service: str) -> None:
         await health.start()
     try:
         await host.start()
+        freeze_startup_heap()
         console.print(f"[bold green]{service}[/] serving on {settings.nats_url}")
         await _until_signalled()
     finally:

@@ -131,6 +131,13 @@ class Membership:
         """Whether our own heartbeat is current: a copy that is not may have been replaced."""
         return time.monotonic() - self._last_beat < self.ttl_s
 
+    @property
+    def healthy_since(self) -> float | None:
+        """Since when (``time.monotonic``) our heartbeats have gone through without a gap
+        long enough for our key to expire; None while they fail. Another copy can have
+        judged us dead only before this."""
+        return self._healthy_since if self.in_good_standing else None
+
     def can_judge(self) -> bool:
         """Whether this copy has heard long enough to call another copy dead."""
         return (

@@ -97,14 +97,20 @@ class DirSandbox:
 
 
 class Recorder:
-    """``Trajectory`` that keeps the events in order."""
+    """``Trajectory`` that keeps the events in order, and which of them each save took."""
 
     def __init__(self) -> None:
         self.events: list[AgentEvent] = []
         self.kept: list[str] = []
+        self.saves: list[list[str]] = []
+        self._unsaved: list[str] = []
 
-    async def record(self, event: AgentEvent) -> None:
+    async def record(self, event: AgentEvent, *, save: bool = True) -> None:
         self.events.append(event)
+        self._unsaved.append(type(event).__name__)
+        if save:
+            self.saves.append(self._unsaved)
+            self._unsaved = []
 
     async def keep(self, text: str) -> str | None:
         self.kept.append(text)
@@ -175,6 +181,12 @@ async def test_the_agent_solves_a_task_by_writing_a_file(sandbox: DirSandbox) ->
         *["AgentModelTurn", "AgentToolResult"] * 3,
         "AgentModelTurn",
         "AgentAttemptEnded",
+    ]
+    # One save a turn: the model's turn goes with its tool result, the last with the end.
+    assert trajectory.saves == [
+        ["AgentAttemptStarted"],
+        *[["AgentModelTurn", "AgentToolResult"]] * 3,
+        ["AgentModelTurn", "AgentAttemptEnded"],
     ]
     started = trajectory.of(AgentAttemptStarted)[0]
     assert (started.agent, started.model, started.tools) == ("benchwright", "m@fake", [*TOOL_NAMES])
@@ -279,6 +291,27 @@ async def test_a_refusing_model_ends_the_attempt(
     )
     assert (end.reason, end.turns, end.detail) == (reason, 2, "ceiling reached")
     assert trajectory.of(AgentAttemptEnded)[0].detail == "ceiling reached"
+
+
+async def test_a_turn_with_several_tool_calls_is_saved_once_with_all_its_results(
+    sandbox: DirSandbox,
+) -> None:
+    book = ScriptBook(
+        {
+            "two": [
+                calls(("shell", {"command": "echo a"}), ("shell", {"command": "echo b"})),
+                final("done"),
+            ]
+        }
+    )
+    end, trajectory = await _run("two calls", book, sandbox)
+    assert (end.reason, end.turns) == ("done", 2)
+    assert trajectory.saves == [
+        ["AgentAttemptStarted"],
+        ["AgentModelTurn", "AgentToolResult", "AgentToolResult"],
+        ["AgentModelTurn", "AgentAttemptEnded"],
+    ]
+    assert [r.output.split("\n")[0] for r in trajectory.of(AgentToolResult)] == ["a", "b"]
 
 
 async def test_a_halt_stops_the_agent_within_one_model_call_and_one_tool_call(

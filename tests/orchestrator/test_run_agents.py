@@ -1,6 +1,7 @@
 """The agents' attempts on a Run: the ``Agents`` part's rules, and the agent loop
 recording through ``RunTrajectory`` into a real run log read back by ``run_log``."""
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -235,7 +236,8 @@ async def test_the_agent_loop_writes_its_attempt_into_the_run_log(tmp_path: Path
         (7, AgentAttemptEnded),
         (8, VerifierFinished),
     ]
-    assert store.saves == 8  # each step saved as taken
+    # The start; each turn with its tool results (the last with the end); the verdict.
+    assert store.saves == 5
     typed = [e.data for e in entries if e is not None]
     first_turn = typed[2]
     assert isinstance(first_turn, AgentModelTurn)
@@ -308,3 +310,31 @@ async def test_a_task_reads_its_own_steps_and_moves_past_the_others() -> None:
     rest, more, scanned = app.run_events(run.run_id, after_seq=2, task_index=1)
     assert [e.seq for e in rest] == [4, 5] and not more and scanned == 5
     assert app.run_events(run.run_id, after_seq=5, task_index=0) == ([], False, None)
+
+
+async def test_a_step_recorded_unsaved_goes_with_the_next_save_or_on_its_own() -> None:
+    app = RunsApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    run = new_run()
+    app.save(run)
+    store = AppStore(app)
+    trajectory = RunTrajectory(run, store, unsaved_at_most_s=0.05)
+    await trajectory.record(started(1))
+    await trajectory.record(turn(1, attempt=1), save=False)
+    assert store.saves == 1
+    await trajectory.record(turn(2, attempt=1))  # saves the waiting step with it
+    assert store.saves == 2
+    await asyncio.sleep(0.1)
+    assert store.saves == 2  # nothing was left waiting: no save of its own
+    await trajectory.record(turn(3, attempt=1), save=False)
+    page, _, _ = app.run_events(run.run_id)
+    assert [e.type for e in page][-1] == "AgentModelTurn" and len(page) == 4
+    await asyncio.sleep(0.1)  # a long tool call: the turn is saved on its own meanwhile
+    assert store.saves == 3
+    page, _, _ = app.run_events(run.run_id)
+    assert [e.type for e in page] == [
+        "RunLaunched",
+        "AgentAttemptStarted",
+        "AgentModelTurn",
+        "AgentModelTurn",
+        "AgentModelTurn",
+    ]

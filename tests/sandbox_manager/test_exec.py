@@ -4,6 +4,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,12 +158,42 @@ async def test_exec_in_an_unknown_or_killed_sandbox_fails(sandboxes: SandboxServ
     unknown = await sandboxes.exec_reply(f"sbx_{uuid.uuid4()}", ["true"])
     assert isinstance(unknown, SandboxCommandFailed) and unknown.error_type == "no_sandbox"
     sandbox_id = await sandboxes.new_sandbox()
+    assert (await sandboxes.exec(sandbox_id, ["true"])).exit_code == 0  # remembered as held
     killed = await sandboxes.send(
         KillSandbox(command_id=new_id(), run_id="run_test", sandbox_id=sandbox_id)
     )
     assert isinstance(killed, SandboxKilled)
     reply = await sandboxes.exec_reply(sandbox_id, ["true"])
     assert isinstance(reply, SandboxCommandFailed) and reply.error_type == "sandbox_killed"
+
+
+async def test_a_held_sandbox_is_read_once_until_a_heartbeat_gap(
+    sandboxes: SandboxService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = sandboxes.service.manager
+    sandbox_id = await sandboxes.new_sandbox()
+    reads: list[str] = []
+    read = manager.app.get
+
+    def counted(wanted: str) -> Any:
+        reads.append(wanted)
+        return read(wanted)
+
+    monkeypatch.setattr(manager.app, "get", counted)
+    for _ in range(3):
+        assert (await sandboxes.exec(sandbox_id, ["true"])).exit_code == 0
+    assert reads == [sandbox_id]  # the first exec read the store; the others remembered
+    # Another copy's reaper records the kill: it judged this copy dead, which it can
+    # only do after a gap in this copy's heartbeats.
+    await manager.store.run(
+        lambda: manager.app.kill(sandbox_id, command_id=new_id(), reason="owner_lost", rate=0)
+    )
+    monkeypatch.setattr(
+        type(manager.membership), "healthy_since", property(lambda _: time.monotonic())
+    )
+    reply = await sandboxes.exec_reply(sandbox_id, ["true"])
+    assert isinstance(reply, SandboxCommandFailed) and reply.error_type == "sandbox_killed"
+    assert reads == [sandbox_id, sandbox_id]
 
 
 def _processes(cmdline: str) -> list[str]:

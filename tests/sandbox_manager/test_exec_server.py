@@ -75,6 +75,18 @@ async def test_one_server_runs_every_command_of_a_sandbox(
     assert (echoed.exit_code, echoed.stdout) == (7, "typed")
 
 
+async def test_a_command_gets_its_stdio_alone_a_session_of_its_own_and_its_limits(
+    backend: LocalBackend,
+) -> None:
+    done = await run(backend, "echo $$ $(cut -d' ' -f6 /proc/$$/stat); ulimit -c; ls /proc/self/fd")
+    assert done.exit_code == 0, done.stderr
+    session, core, *listed = done.stdout.splitlines()
+    assert listed == ["0", "1", "2", "3"]  # 3: the listing's own; nothing of the server's
+    shell, leader = session.split()
+    assert shell == leader  # the command leads a session of its own
+    assert core == "0"  # started under the request's rlimits
+
+
 async def test_a_timeout_kills_all_the_command_started(
     backend: LocalBackend, tmp_path: Path
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchwright_sandbox_manager.backends import UnknownBackendError, get_backend
+from benchwright_sandbox_manager.backends.local import LocalBackend
 from benchwright_sandbox_manager.ports import BackendError, IsolationUnavailableError
 from benchwright_shared.settings import Settings
 
@@ -82,6 +83,14 @@ async def test_a_failing_command_reports_its_exit_code(tmp_path: Path) -> None:
             env={},
             timeout_s=10,
         )
+
+
+@pytest.mark.parametrize("sandbox_id", ["", ".", "..", "../s1", "s1/..", "a/b", "/etc"])
+def test_a_sandbox_id_names_one_folder_below_the_root(tmp_path: Path, sandbox_id: str) -> None:
+    backend = LocalBackend(tmp_path / "root")
+    assert backend.workdir("s1").parent == (tmp_path / "root").resolve() / "s1"
+    with pytest.raises(BackendError, match="bad sandbox id"):
+        backend.workdir(sandbox_id)
 
 
 def test_an_unknown_backend_is_named() -> None:

@@ -12,6 +12,12 @@ Each process is one copy (``copy_id``) and holds the sandboxes it created:
 and a sandbox another copy holds is refused here (``not_held_here``). The
 reaper marks the open sandboxes of dead copies killed (``owner_lost``), so they
 are billed and never looked for again.
+
+A sandbox held here is killed only here (its commands come to this copy's
+subject) or by a reaper that judged this copy dead, which takes a gap in this
+copy's heartbeats. So this copy remembers the sandboxes it read as held
+(``_held``) and reads the store again only after a kill here or a gap: an exec
+costs no store read. A new process is a new copy with nothing remembered.
 """
 
 import asyncio
@@ -19,6 +25,7 @@ import contextlib
 import hashlib
 import logging
 import shutil
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -163,6 +170,10 @@ class SandboxManager:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._open = OpenSandboxes()
+        # Sandboxes read as held by this copy, with when (``time.monotonic``) they were.
+        self._held: dict[str, tuple[Sandbox, float]] = {}
+        # Kills begun here: a read that a kill overtook is not remembered.
+        self._kills_begun = 0
         self.broker: NatsBroker | None = None
 
     def backend(self, name: str) -> SandboxBackend:
@@ -205,8 +216,21 @@ class SandboxManager:
                 log.exception("command %s failed", command_id)
             await self.fail(command_id, run_id, refused.error_type, refused.detail)
 
-    async def held_sandbox(self, sandbox_id: str) -> Sandbox:
-        """The live sandbox a command names, held by this copy; else ``CommandRefused``."""
+    async def held_sandbox(self, sandbox_id: str, *, fresh: bool = False) -> Sandbox:
+        """The live sandbox a command names, held by this copy; else ``CommandRefused``.
+
+        Remembered from an earlier read while no kill or heartbeat gap came between
+        (what a command reads of it, its backend and directories, never changes);
+        ``fresh`` reads the store whatever (what is recorded since, its snapshots).
+        """
+        remembered = self._held.get(sandbox_id)
+        if remembered is not None and not fresh:
+            kept, kept_at = remembered
+            healthy_since = self.membership.healthy_since
+            if healthy_since is not None and healthy_since <= kept_at:
+                return kept
+        self._held.pop(sandbox_id, None)
+        read_at, kills_begun = time.monotonic(), self._kills_begun
         sandbox = await self.store.run(self.app.get, sandbox_id)
         if sandbox is None:
             raise CommandRefused("no_sandbox", f"no sandbox {sandbox_id!r}")
@@ -215,6 +239,8 @@ class SandboxManager:
         owner = getattr(sandbox, "owner", None)
         if owner is not None and owner != self.copy_id:
             raise CommandRefused("not_held_here", f"{sandbox_id} is held by {owner}")
+        if owner is not None and kills_begun == self._kills_begun:
+            self._held[sandbox_id] = (sandbox, read_at)
         return sandbox
 
     async def file_content(self, file: SandboxFile) -> bytes:
@@ -514,7 +540,7 @@ class SandboxManager:
         )
 
     async def _snapshot(self, command: SnapshotSandbox) -> None:
-        sandbox = await self.held_sandbox(command.sandbox_id)
+        sandbox = await self.held_sandbox(command.sandbox_id, fresh=True)
         if command.command_id in sandbox.snapshots:
             return  # a repeated command: the first one's event already answered
         if dirs := sandbox_dirs_of(sandbox):
@@ -591,7 +617,13 @@ class SandboxManager:
             command.command_id, command.run_id, "kill_failed", lambda: self._kill(command)
         )
 
+    def _forget_held(self, sandbox_id: str) -> None:
+        """A kill of ``sandbox_id`` begins: commands for it read the store again."""
+        self._kills_begun += 1
+        self._held.pop(sandbox_id, None)
+
     async def _kill(self, command: KillSandbox) -> None:
+        self._forget_held(command.sandbox_id)
         sandbox = await self.store.run(self.app.get, command.sandbox_id)
         if sandbox is None:
             raise CommandRefused("no_sandbox", command.sandbox_id)
@@ -606,6 +638,7 @@ class SandboxManager:
     async def _record_kill(
         self, sandbox_id: str, command_id: str, reason: str, backend: SandboxBackend
     ) -> None:
+        self._forget_held(sandbox_id)
         await self.store.run(
             lambda: self.app.kill(
                 sandbox_id, command_id=command_id, reason=reason, rate=backend.rate_micros_per_s

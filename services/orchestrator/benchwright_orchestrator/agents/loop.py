@@ -16,7 +16,10 @@ Bounds, all checked between turns (before each model call):
   the time left, so an attempt overruns by at most one model call.
 
 Every step is recorded through the ``Trajectory`` port before the loop goes on, in
-the order of ``contracts.agent_events``.
+the order of ``contracts.agent_events``. The attempt's start and end are saved at
+once; a model turn is saved together with its tool results, once per turn (a turn
+cut off half-way costs nothing: such an attempt is rerun from the task's initial
+state).
 """
 
 import time
@@ -262,11 +265,14 @@ async def run_agent(
                 cost_micros=reply.cost_micros,
                 latency_ms=latency_ms,
                 finish_reason=reply.finish_reason,
-            )
+            ),
+            # Saved with the turn's last tool result, or with the attempt's end.
+            save=False,
         )
         messages.append(_assistant_message(reply))
         if not reply.tool_calls:
             return await end("done")
+        last_call = reply.tool_calls[-1]
         for call in reply.tool_calls:
             if halted():
                 return await end("halted")
@@ -293,7 +299,8 @@ async def run_agent(
                     output_chars=output_chars,
                     output_object=kept,
                     duration_ms=outcome.duration_ms,
-                )
+                ),
+                save=call is last_call,
             )
             messages.append(
                 {

@@ -98,7 +98,11 @@ AgentEvent = AgentAttemptStarted | AgentModelTurn | AgentToolResult | AgentAttem
 class Trajectory(Protocol):
     """Where the loop records each step of the attempt, in order."""
 
-    async def record(self, event: AgentEvent) -> None: ...
+    async def record(self, event: AgentEvent, *, save: bool = True) -> None:
+        """Record ``event`` after the steps before it. With ``save`` it is durable, and
+        so is every step recorded before it, when this returns; without, it is saved
+        with the next step that is (or, a step left unsaved for long, on its own)."""
+        ...
 
     async def keep(self, text: str) -> str | None:
         """Keep a text too long for an event whole, outside the log: the name it is

@@ -81,6 +81,8 @@ class LocalBackend:
         self.runs_images = False
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        # Resolved once: every command names its sandbox's folders several times.
+        self._real_root = root.resolve()
         self.limits = SandboxLimits.from_settings(self.settings)
         self.bubblewrap = Bubblewrap(self.settings, BASE_ENV)
         # Each task sandbox's exec server, started on its first command (decision 0051).
@@ -171,8 +173,9 @@ class LocalBackend:
 
     def _dir(self, sandbox_id: str) -> Path:
         """Everything of the sandbox's on this host: what the quota counts, what kill removes."""
-        path = (self.root / sandbox_id).resolve()
-        if path.parent != self.root.resolve():
+        # A name, one level below the root; its folder is made here, never a link.
+        path = self._real_root / sandbox_id
+        if sandbox_id in ("", ".", "..") or path.parent != self._real_root:
             raise BackendError(f"bad sandbox id {sandbox_id!r}")
         return path
 
