@@ -1,8 +1,9 @@
 """Launches of Harbor's own agents through the bridge (``agent: "harbor:<name>"``):
 accepted for those the bridge runs (``harbor:claude-code`` and ``harbor:codex``
-included: whether its CLI is in the sandbox is known there, an error row naming it when it is not), refused
-naming ``agent`` for an installed-agent CLI the bridge cannot point at the proxy,
-and for any of them when the ``harbor`` package is not installed."""
+included: whether its CLI is in the sandbox is known there, an error row naming it
+when it is not), refused naming ``agent`` for an installed-agent CLI the bridge
+cannot point at the proxy, and for any of them when the ``harbor`` package is not
+installed."""
 
 import importlib.util
 

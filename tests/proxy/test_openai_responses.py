@@ -13,8 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchwright_proxy.app import build
-from benchwright_proxy.app import ProxyService
+from benchwright_proxy.app import ProxyService, build
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
 from tests.support.scripted_agent_model import (
