@@ -90,7 +90,8 @@ async def test_a_tool_loop_in_the_responses_shape_through_the_proxy(
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "greet"}]}
     ]
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
-        first = await client.post("/v1/responses", json=request(asked))
+        reasoning = {"effort": "low", "summary": "auto"}
+        first = await client.post("/v1/responses", json=request(asked, reasoning=reasoning))
         assert first.status_code == 200, first.text
         answer = first.json()
         assert answer["object"] == "response" and answer["status"] == "completed"
@@ -102,6 +103,8 @@ async def test_a_tool_loop_in_the_responses_shape_through_the_proxy(
         assert [m["role"] for m in sent["messages"]] == ["system", "user"]
         assert sent["messages"][0]["content"] == "You are scripted."
         assert sent["tools"][0]["function"]["name"] == "shell"
+        # Codex's reasoning setting: the chat API's effort, not LiteLLM's routing hints.
+        assert sent["reasoning_effort"] == "low" and "reasoning_summary" not in sent
         prompt = INPUT_TOKENS_PER_MESSAGE * 2
         assert answer["usage"]["input_tokens"] == prompt
         assert answer["usage"]["output_tokens"] == OUTPUT_TOKENS_PER_TURN

@@ -30,6 +30,13 @@ __all__ = ["ChatOfResponse", "as_events", "from_chat", "ready", "refused", "to_c
 STAMP_PREFIX = "x-benchwright-"
 # What the request says that the translation reads (besides ``model`` and ``input``).
 NOT_PARAMS = ("model", "input", "stream")
+LITELLM_ONLY = (
+    "custom_llm_provider",
+    "extra_headers",
+    "metadata",
+    "reasoning_summary",
+    "stream_options",
+)
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,8 @@ def to_chat(body: Any) -> ChatOfResponse:
     except Exception as exc:  # LiteLLM's own refusals (BadRequestError) and malformed items
         raise ValueError(f"not a Responses request: {exc}") from exc
     translated = {k: v for k, v in chat.items() if v is not None}
-    for litellm_only in ("custom_llm_provider", "extra_headers", "metadata", "stream_options"):
+    # LiteLLM's routing hints, which no chat completions API takes.
+    for litellm_only in LITELLM_ONLY:
         translated.pop(litellm_only, None)
     translated["stream"] = False
     return ChatOfResponse(
