@@ -1,8 +1,9 @@
 """Launches of Harbor's own agents through the bridge (``agent: "harbor:<name>"``):
-accepted for those the bridge runs (``harbor:claude-code`` included: whether its CLI
-is in the sandbox is known there, an error row naming it when it is not), refused
-naming ``agent`` for an installed-agent CLI the bridge cannot point at the proxy,
-and for any of them when the ``harbor`` package is not installed."""
+accepted for those the bridge runs (``harbor:claude-code`` and ``harbor:codex``
+included: whether its CLI is in the sandbox is known there, an error row naming it
+when it is not), refused naming ``agent`` for an installed-agent CLI the bridge
+cannot point at the proxy, and for any of them when the ``harbor`` package is not
+installed."""
 
 import importlib.util
 
@@ -17,7 +18,8 @@ AGENT_FIELD = "metadata.harbor_harness.agent"
 
 
 @pytest.mark.parametrize(
-    "agent", ["harbor:oracle", "harbor:nop", "harbor:terminus-2", "harbor:claude-code"]
+    "agent",
+    ["harbor:oracle", "harbor:nop", "harbor:terminus-2", "harbor:claude-code", "harbor:codex"],
 )
 async def test_harbors_own_agents_launch_through_the_bridge(agent: str) -> None:
     ports = FakePorts()
@@ -26,7 +28,7 @@ async def test_harbors_own_agents_launch_through_the_bridge(agent: str) -> None:
     assert command.harness is not None and command.harness["agent"] == agent
 
 
-@pytest.mark.parametrize("agent", ["harbor:codex", "harbor:gemini-cli", "harbor:aider"])
+@pytest.mark.parametrize("agent", ["harbor:gemini-cli", "harbor:aider", "harbor:opencode"])
 async def test_an_installed_agent_the_bridge_cannot_point_at_the_proxy_is_refused(
     agent: str,
 ) -> None:
@@ -42,10 +44,11 @@ async def test_an_installed_agent_the_bridge_cannot_point_at_the_proxy_is_refuse
     assert nothing_written(ports)
 
 
-async def test_codex_is_refused_for_the_api_it_speaks() -> None:
-    launch = harbor_body(harness={"agent": "harbor:codex"})
+async def test_a_refused_cli_is_told_the_installed_agents_the_bridge_runs() -> None:
+    launch = harbor_body(harness={"agent": "harbor:gemini-cli"})
     refusal = await refused(launching.launch(FakePorts(), ACCOUNT, body(**launch), None))
-    assert refusal.detail is not None and "/v1/responses" in refusal.detail
+    assert refusal.detail is not None
+    assert "'harbor:claude-code'" in refusal.detail and "'harbor:codex'" in refusal.detail
 
 
 async def test_without_the_harbor_package_the_bridge_refuses_naming_agent(

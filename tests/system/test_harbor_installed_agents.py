@@ -1,10 +1,11 @@
 """Harbor's installed agents through the bridge, end to end on the embedded platform:
-``harbor:claude-code`` launched through the API, its ``claude`` CLI (a fake,
-``tests/support/fake_claude.py``) in the operator's agent directory that the real
-sandbox-manager binds into each task sandbox, its calls through the real proxy's
-Anthropic endpoint to a scripted model. It scores exactly the task the script
-solves; each row and the run carry what the proxy charged; the model never sees the
-run's key. An agent the bridge cannot point at the proxy is refused at launch."""
+``harbor:claude-code`` and ``harbor:codex`` launched through the API, their ``claude``
+and ``codex`` CLIs (fakes, ``tests/support/fake_claude.py`` and ``fake_codex.py``) in
+the operator's agent directory that the real sandbox-manager binds into each task
+sandbox, their calls through the real proxy's Anthropic or Responses endpoint to a
+scripted model. Each scores exactly the task the script solves; each row and the run
+carry what the proxy charged. An agent the bridge cannot point at the proxy is refused
+at launch."""
 
 import shutil
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Platform, platform_settings
+from tests.orchestrator.test_harbor_codex import FAKE_CODEX
+from tests.orchestrator.test_harbor_codex import SCRIPTS as CODEX_SCRIPTS
 from tests.orchestrator.test_harbor_installed_agents import FAKE_CLAUDE, SCRIPTS, spent
 from tests.support.harbor_scripts import TASKS
 from tests.support.scripted_agent_model import ScriptBook, ScriptedAgentServer, final
@@ -33,8 +36,9 @@ def model() -> Any:
 async def platform_with_claude(tmp_path: Path) -> Any:
     agents = tmp_path / "agent-bin"
     agents.mkdir()
-    shutil.copy(FAKE_CLAUDE, agents / "claude")
-    (agents / "claude").chmod(0o755)
+    for fake, name in ((FAKE_CLAUDE, "claude"), (FAKE_CODEX, "codex")):
+        shutil.copy(fake, agents / name)
+        (agents / name).chmod(0o755)
     settings = platform_settings(tmp_path / "data", None, None).model_copy(
         update={"model_prices": PRICES, "agent_bin_dir": agents}
     )
@@ -45,13 +49,32 @@ async def platform_with_claude(tmp_path: Path) -> Any:
         await platform.shutdown()
 
 
+@pytest.fixture
+def codex_model() -> Any:
+    book = ScriptBook(CODEX_SCRIPTS, default=(final("nothing to do"),))
+    server = ScriptedAgentServer(book).start()
+    yield server
+    server.stop()
+
+
 async def test_claude_code_through_the_proxy_scores_what_its_model_says(
     platform_with_claude: Platform, model: ScriptedAgentServer
 ) -> None:
-    platform = platform_with_claude
+    await scores_what_its_model_says(platform_with_claude, model, "harbor:claude-code")
+
+
+async def test_codex_through_the_proxy_scores_what_its_model_says(
+    platform_with_claude: Platform, codex_model: ScriptedAgentServer
+) -> None:
+    await scores_what_its_model_says(platform_with_claude, codex_model, "harbor:codex")
+
+
+async def scores_what_its_model_says(
+    platform: Platform, model: ScriptedAgentServer, agent: str
+) -> None:
     client = platform.client
     assert client is not None
-    launch = {"harness": "harbor", "sut": sut(model), "metadata": harbor("harbor:claude-code")}
+    launch = {"harness": "harbor", "sut": sut(model), "metadata": harbor(agent)}
     made = await client.post("/v1/runs", json=launch)
     assert made.status_code in (200, 201, 202), made.text
     run = made.json()
@@ -83,15 +106,15 @@ async def test_claude_code_through_the_proxy_scores_what_its_model_says(
     )
 
 
-async def test_codex_is_refused_at_launch_naming_the_agent(
+async def test_an_unbridged_cli_is_refused_at_launch_naming_the_agent(
     platform_with_claude: Platform, model: ScriptedAgentServer
 ) -> None:
     client = platform_with_claude.client
     assert client is not None
-    launch = {"harness": "harbor", "sut": sut(model), "metadata": harbor("harbor:codex")}
+    launch = {"harness": "harbor", "sut": sut(model), "metadata": harbor("harbor:gemini-cli")}
     refused = await client.post("/v1/runs", json=launch)
     assert refused.status_code == 400
     problem = refused.json()
     assert problem["field"] == "metadata.harbor_harness.agent"
     assert problem["code"] == "agent_unavailable"
-    assert "/v1/responses" in problem["detail"]
+    assert "'gemini'" in problem["detail"] and "'harbor:codex'" in problem["detail"]

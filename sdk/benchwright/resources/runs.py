@@ -94,7 +94,8 @@ class Runs:
         ``metadata=benchwright.harbor.harbor_metadata("./my-tasks", agent="oracle")``
         (``agent`` ``"benchwright"``, ``"oracle"``, ``"nop"`` or ``"product"``, or Harbor's
         own through the bridge: ``"harbor:oracle"``, ``"harbor:nop"``,
-        ``"harbor:terminus-2"``). Every
+        ``"harbor:terminus-2"``, and ``"harbor:claude-code"`` or ``"harbor:codex"``
+        where the task's sandbox holds their CLI). Every
         field is forwarded as given and validated by the server; ``timeout`` bounds
         this request (seconds), not the run (see :meth:`wait`).
 

@@ -52,16 +52,21 @@ HARNESS_FIELD = "metadata.harbor_harness"
 TASK_FIELD = "metadata.harbor_task"
 DEFAULT_AGENT = "benchwright"
 # Harbor's own agents, run through the bridge (the ``harbor`` package, the ``agents`` extra).
-# ``harbor:claude-code`` runs the ``claude`` CLI the task's sandbox must already hold:
-# whether it does is known only there (the task's image, the operator's agent
-# directory), so a sandbox without it makes an error row naming it, not a refusal here.
-BRIDGE_AGENTS = ("harbor:oracle", "harbor:nop", "harbor:terminus-2", "harbor:claude-code")
+# ``harbor:claude-code`` and ``harbor:codex`` run the ``claude`` or ``codex`` CLI the
+# task's sandbox must already hold: whether it does is known only there (the task's
+# image, the operator's agent directory), so a sandbox without it makes an error row
+# naming it, not a refusal here.
+BRIDGE_AGENTS = (
+    "harbor:oracle",
+    "harbor:nop",
+    "harbor:terminus-2",
+    "harbor:claude-code",
+    "harbor:codex",
+)
 AGENTS = ("benchwright", "oracle", "nop", "product", *BRIDGE_AGENTS)
 ORACLES = ("oracle", "harbor:oracle")
 # Harbor's installed-agent CLIs the bridge does not run, and why not.
 UNBRIDGED_AGENTS = {
-    "harbor:codex": "'codex' speaks OpenAI's Responses API (/v1/responses), which the "
-    "run's proxy does not serve (it serves /v1/chat/completions and Anthropic's /v1/messages)",
     "harbor:gemini-cli": "the bridge does not point 'gemini' at the run's proxy",
     "harbor:aider": "the bridge does not point 'aider' at the run's proxy",
     "harbor:opencode": "the bridge does not point 'opencode' at the run's proxy",
@@ -291,8 +296,9 @@ def _check_agent(agent: str, agent_args: dict[str, Any]) -> None:
         raise Refused(
             400,
             "agent not available",
-            f"agent {agent!r}: {UNBRIDGED_AGENTS[agent]}. Use 'harbor:claude-code' (its CLI "
-            "in the sandbox) or 'harbor:terminus-2' (Harbor's model-driven agent)",
+            f"agent {agent!r}: {UNBRIDGED_AGENTS[agent]}. Use 'harbor:claude-code' or "
+            "'harbor:codex' (its CLI in the sandbox) or 'harbor:terminus-2' (Harbor's "
+            "model-driven agent)",
             field=f"{HARNESS_FIELD}.agent",
             code="agent_unavailable",
         )

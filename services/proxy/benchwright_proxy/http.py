@@ -1,6 +1,6 @@
-"""The OpenAI-compatible endpoint scorers call: ``POST /v1/chat/completions``, and
-Anthropic's ``POST /v1/messages`` over it, for agents that speak only that
-(``anthropic_messages``).
+"""The OpenAI-compatible endpoint scorers call: ``POST /v1/chat/completions``; over it,
+Anthropic's ``POST /v1/messages`` (``anthropic_messages``) and OpenAI's
+``POST /v1/responses`` (``openai_responses``), for agents that speak only one of those.
 
 The caller presents the run's fake key; the proxy finds the run's model and
 calls it with the real credentials, which never leave this process. With
@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from benchwright_proxy import openai_responses
 from benchwright_proxy.anthropic_messages import anthropic_error, from_chat, to_chat
 from benchwright_proxy.anthropic_messages import ready as messages_ready
 from benchwright_proxy.calls import RecentCalls, call_key
@@ -342,6 +343,22 @@ def build_http_app(
             return anthropic_error(400, str(exc), "invalid_request_error")
         raw = json.dumps(chat.body, sort_keys=True).encode()
         return from_chat(await answer(request, key, chat.body, raw), chat)
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        """OpenAI's Responses API over the same path: translated to a chat completion
+        and back (``openai_responses``), metered and capped as any call of the run."""
+        header = request.headers.get("authorization", "")
+        if not header.lower().startswith("bearer "):
+            return _error(401, "missing bearer proxy key", "authentication_error")
+        await openai_responses.ready()
+        try:
+            chat = openai_responses.to_chat(json.loads(await request.body()))
+        except ValueError as exc:
+            return openai_responses.refused(str(exc))
+        raw = json.dumps(chat.body, sort_keys=True).encode()
+        answered = await answer(request, header[7:].strip(), chat.body, raw)
+        return openai_responses.from_chat(answered, chat)
 
     async def answer(request: Request, key: str, body: dict[str, Any], raw: bytes) -> Response:
         """One chat completion for the run whose proxy key is ``key``."""

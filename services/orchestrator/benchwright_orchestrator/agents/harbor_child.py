@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 import httpx
@@ -55,6 +55,8 @@ from benchwright_orchestrator.agents.harbor_wire import (
 # A reply line may carry a file of up to the sandbox's output cap, base64-encoded.
 LINE_LIMIT = 8 * 1024 * 1024
 PR_SET_PDEATHSIG = 1
+# Under Codex's home directory's parent, which the bridge keeps across the attempt.
+CODEX_SECRETS_DIR = "/installed-agent/codex-secrets"
 
 
 class RelayEnvironment(BaseEnvironment):  # type: ignore[misc]
@@ -238,6 +240,10 @@ async def run(config: BridgeConfig, relay: Relay, scratch: Path) -> ChildDone:
         model_name=config.model.name if config.model else None,
         **_agent_kwargs(config, task_dir, paths),
     )
+    if config.agent == AgentName.CODEX.value and hasattr(agent, "_REMOTE_CODEX_SECRETS_DIR"):
+        # Harbor writes Codex's key file under /tmp in one command and reads it in the
+        # next; a sandbox may give each command a /tmp of its own (the local backend's).
+        agent._REMOTE_CODEX_SECRETS_DIR = PurePosixPath(CODEX_SECRETS_DIR)
     await agent.setup(environment)
     # What the agent's context counts is Harbor's estimate; the proxy's stamps are the
     # platform's figure, reported call by call.
@@ -262,7 +268,10 @@ async def main() -> int:
     if config.model is not None:
         # LiteLLM's OpenAI client reads its key here; only the proxy's key is ever set.
         os.environ["OPENAI_API_KEY"] = config.model.api_key
-        if config.installed:
+        if config.agent == AgentName.CODEX.value:
+            # Harbor writes it into Codex's config: the address of the sandbox's relay.
+            os.environ["OPENAI_BASE_URL"] = config.model.api_base
+        elif config.installed:
             # What Harbor hands an installed agent's CLI: the proxy's key and address.
             os.environ["ANTHROPIC_API_KEY"] = config.model.api_key
             os.environ["ANTHROPIC_BASE_URL"] = config.model.api_base

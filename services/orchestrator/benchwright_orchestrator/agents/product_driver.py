@@ -27,7 +27,10 @@ A config with ``exec`` (Harbor's bridge, for an installed agent's CLI) runs that
 shell command instead, pointed at the relay the same way, its output passed through
 and its exit code returned; each call the relay passed on is reported on stderr as it
 returns, one line ``<mark> {cost_micros, input_tokens, output_tokens}``, so that a
-command cut short by its timeout has still reported what it spent.
+command cut short by its timeout has still reported what it spent. With ``relay_port``
+the relay listens on that loopback port, not on one of the system's choosing: for a CLI
+that reads its base URL from a file written before the command runs (Codex's
+``config.toml``), which must name the relay's address in advance.
 """
 
 import http.client
@@ -75,10 +78,11 @@ def relay_to(
     attribution: dict[str, str],
     usage: dict[str, int] | None = None,
     on_call: Callable[[dict[str, int]], None] | None = None,
+    port: int = 0,
 ) -> ThreadingHTTPServer:
-    """Serve, on a loopback port, every call passed on to ``proxy`` with ``attribution``;
-    ``usage`` sums the calls and what the proxy stamped on them, ``on_call`` is told
-    each call's stamps."""
+    """Serve, on a loopback port (``port``; 0: any free one), every call passed on to
+    ``proxy`` with ``attribution``; ``usage`` sums the calls and what the proxy stamped
+    on them, ``on_call`` is told each call's stamps."""
     upstream = urlsplit(proxy)
     base_path = upstream.path.rstrip("/")
     counted = usage if usage is not None else {}
@@ -141,7 +145,7 @@ def relay_to(
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Relay)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -298,7 +302,12 @@ def main() -> None:
             "x-benchwright-trial": str(config["trial"]),
         }
         on_call = told if config.get("mark") else None
-        server = relay_to(os.environ["BW_MODEL_PROXY_URL"], attribution, usage, on_call)
+        port = int(config.get("relay_port") or 0)
+        try:
+            server = relay_to(os.environ["BW_MODEL_PROXY_URL"], attribution, usage, on_call, port)
+        except OSError as exc:  # the port is taken: the CLI's calls would go astray
+            print(f"the model relay cannot listen on 127.0.0.1:{port}: {exc}", file=sys.stderr)
+            sys.exit(1)
         relay = f"http://127.0.0.1:{server.server_address[1]}"
     if config.get("exec") is not None:
         sys.exit(run_command(config, relay))

@@ -54,7 +54,7 @@ from benchwright_orchestrator.phases.harbor_attempts import (
     record_started,
     sandbox_dirs,
 )
-from benchwright_orchestrator.phases.harbor_bridge import BRIDGE_AGENTS, run_bridged
+from benchwright_orchestrator.phases.harbor_bridge import BRIDGE_AGENTS, agent_dirs, run_bridged
 from benchwright_orchestrator.phases.harbor_product import probe_products, run_product
 from benchwright_orchestrator.phases.harbor_state import carry_final_state, restore_final_state
 from benchwright_orchestrator.phases.sandbox_life import create_held, kill_held
@@ -283,8 +283,9 @@ async def _attempt(harbor: HarborAttempts, task: AgenticTask, ref: AttemptRef) -
     separate = task.config.verifier.environment_mode == "separate"
     image = task.config.environment.docker_image
     build = harbor.builds.get(task.name)
+    dirs = [*sandbox_dirs(plan), *agent_dirs(harbor.agent)]
     sandbox_id = await create_held(
-        work, work.create_agentic_sandbox(files, sandbox_dirs(plan), image=image, build=build)
+        work, work.create_agentic_sandbox(files, dirs, image=image, build=build)
     )
     try:
         network = _network(harbor, task, "agent")

@@ -19,7 +19,8 @@ its last ``STDERR_KEEP`` bytes. A timeout, a halt or a crash kills the child; a 
 that exits without saying ``done``, or whose agent raised, makes the trial an error
 row naming it.
 
-Harbor's installed agents (``harbor:claude-code``) run their CLI in the sandbox,
+Harbor's installed agents (``harbor:claude-code``, ``harbor:codex``) run their CLI in
+the sandbox,
 where it must already be: nothing is installed (Harbor's ``skip_install``), the
 binary is looked for first on the sandbox's ``PATH`` with the operator's agent
 directory (``AGENT_BIN_MOUNT``) before it, and an attempt without it is an error row
@@ -28,7 +29,10 @@ driver's relay (``agents/product_driver.py``, its ``exec`` mode): the CLI's
 ``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL`` lead to a loopback relay that adds the
 task and trial and passes each call to the run's proxy, whose stamps it reports
 call by call on stderr after a per-attempt mark. The CLI holds the run's proxy key,
-never a provider's.
+never a provider's. Codex reads its base URL from the ``config.toml`` Harbor writes
+before it runs, so its relay listens on a loopback port the bridge picks for the
+attempt (``relay_port``) and Harbor is handed that address; Claude Code reads its
+address from the environment the relay sets.
 
 ``harbor:terminus-2`` drives a tmux session. Each exec in a task sandbox is a process
 tree of its own, so a tmux server started by one would die with it: the bridge holds
@@ -75,11 +79,18 @@ from benchwright_shared.contracts.agent_events import (
 from benchwright_shared.hashing import canonical_json
 from benchwright_shared.settings import AGENT_BIN_MOUNT
 
-__all__ = ["BRIDGE_AGENTS", "BRIDGE_PREFIX", "run_bridged"]
+__all__ = ["BRIDGE_AGENTS", "BRIDGE_PREFIX", "agent_dirs", "run_bridged"]
 
 BRIDGE_PREFIX = "harbor:"
 # Harbor's installed agents the bridge runs, by the CLI each needs in the sandbox.
-INSTALLED_AGENTS = {"claude-code": "claude"}
+INSTALLED_AGENTS = {"claude-code": "claude", "codex": "codex"}
+# Those whose CLI speaks OpenAI's API (the proxy's /v1/responses), not Anthropic's.
+OPENAI_CLIS = frozenset({"codex"})
+# Places outside the task's own that an installed agent writes to across its commands:
+# Harbor keeps Codex's home (its config.toml and key) under /installed-agent.
+AGENT_DIRS = {"codex": ("/installed-agent",)}
+# Where an attempt's fixed relay port is drawn from: high, clear of the usual services'.
+RELAY_PORTS = range(20_000, 60_000)
 # Harbor's agents the bridge runs; those that call a model get the run's proxy.
 MODEL_AGENTS = ("terminus-2", *INSTALLED_AGENTS)
 BRIDGE_AGENTS = tuple(f"{BRIDGE_PREFIX}{n}" for n in ("oracle", "nop", *MODEL_AGENTS))
@@ -100,6 +111,11 @@ DOWNLOAD_SCRIPT = (
     'exec base64 -w0 -- "$1"'
 )
 UPLOAD_SCRIPT = 'mkdir -p -- "$(dirname -- "$1")" && base64 -d > "$1"'
+
+
+def agent_dirs(agent: str) -> tuple[str, ...]:
+    """The writable places ``agent``'s sandbox needs besides the task's."""
+    return AGENT_DIRS.get(agent.removeprefix(BRIDGE_PREFIX), ())
 
 
 async def run_bridged(
@@ -130,6 +146,8 @@ async def run_bridged(
         await _find_cli(harbor, box, ids, name)
     session = _Session(harbor, box, ref, deadline=began + timeout_s)
     session.installed = name in INSTALLED_AGENTS
+    if name in OPENAI_CLIS:
+        session.relay_port = RELAY_PORTS[secrets.randbelow(len(RELAY_PORTS))]
     config = BridgeConfig(
         agent=name,
         task_name=task.name,
@@ -137,7 +155,7 @@ async def run_bridged(
         task_files={p: c.decode() for p, c in task.files.items() if not p.startswith("tests/")},
         workdir=harbor.plans[task.name].workdir,
         timeout_s=timeout_s,
-        model=_model(harbor, ref, name) if name in MODEL_AGENTS else None,
+        model=_model(harbor, ref, name, session.relay_port) if name in MODEL_AGENTS else None,
         installed=session.installed,
     )
     reason: AttemptEndReason = "done"
@@ -165,8 +183,17 @@ async def run_bridged(
     return spent
 
 
-def _model(harbor: HarborAttempts, ref: AttemptRef, name: str) -> BridgeModel:
+def _model(
+    harbor: HarborAttempts, ref: AttemptRef, name: str, relay_port: int | None
+) -> BridgeModel:
     model = harbor.model
+    if name in OPENAI_CLIS:
+        # Harbor writes this address into the CLI's config: the relay's, in the sandbox.
+        return BridgeModel(
+            name=f"openai/{model.model_id}",
+            api_base=f"http://127.0.0.1:{relay_port}/v1",
+            api_key=model.proxy_key,
+        )
     if name in INSTALLED_AGENTS:
         # Harbor hands these to the CLI; in the sandbox the driver's relay replaces the URL.
         return BridgeModel(
@@ -264,6 +291,8 @@ class _Session:
         self.calls: list[ChildSpent] = []
         # An installed agent's execs run under the driver's relay; its lines carry this.
         self.installed = False
+        # The relay's loopback port, when the CLI must be told it before it runs.
+        self.relay_port: int | None = None
         self.mark = f"bw-spent-{secrets.token_hex(8)}"
 
     def spent(self, reason: AttemptEndReason) -> AttemptEnd:
@@ -368,6 +397,8 @@ class _Session:
             "trial": self.ref.trial,
             "mark": self.mark,
         }
+        if self.relay_port is not None:
+            config["relay_port"] = self.relay_port
         routed = {
             **env,
             # The sandbox routes this one address to the proxy; the relay hands it on.
