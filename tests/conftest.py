@@ -82,6 +82,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
 
 
+# How many times a platform starts on fresh ports when another process took one.
+PORT_TRIES = 3
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -177,6 +181,21 @@ class Platform:
         self.client: httpx.AsyncClient | None = None
 
     async def start(self) -> "Platform":
+        for tries_left in reversed(range(PORT_TRIES)):
+            try:
+                return await self._start()
+            except OSError as exc:
+                # ``free_port`` can only say a port was free a moment ago: on a busy
+                # machine another process takes it before the server listens. Then the
+                # services stopped (the runner's cleanup); start again on new ports.
+                if "could not listen" not in str(exc) or not tries_left:
+                    raise
+                self.settings = self.settings.model_copy(
+                    update={"gateway_port": free_port(), "proxy_port": free_port()}
+                )
+        raise AssertionError("unreachable")
+
+    async def _start(self) -> "Platform":
         from benchwright_runtime.cli import run_embedded
 
         creds_path = self.settings.data_dir / "credentials.json"

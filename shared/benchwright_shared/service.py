@@ -6,6 +6,7 @@ on one broker; ``serve``: one) build the broker and call these; nothing inside
 a service knows which runner it is under.
 """
 
+from collections.abc import Awaitable
 from typing import Protocol
 
 from faststream.nats import NatsBroker, NatsRouter
@@ -15,6 +16,17 @@ from faststream.nats import NatsBroker, NatsRouter
 # that closes sooner or at the same moment races them, and the request sent on the
 # closing connection fails with a read error. Ours outlasts them.
 HTTP_KEEP_ALIVE_S = 75
+
+
+async def listening(serve: Awaitable[None], host: str, port: int) -> None:
+    """Await an HTTP server's ``serve()``. uvicorn ends a start that cannot listen (the
+    port is taken) with ``sys.exit``: a ``SystemExit`` raised inside the event loop,
+    which takes the whole process with it, every other service of an embedded run
+    too. It becomes an ``OSError`` naming the address, which the runner can report."""
+    try:
+        await serve
+    except SystemExit as exc:
+        raise OSError(f"could not listen on {host}:{port} (uvicorn exited {exc.code})") from None
 
 
 class Service(Protocol):

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchwright_proxy import anthropic_messages
 from benchwright_proxy.app import build
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
@@ -53,6 +54,9 @@ async def proxy(tmp_path: Path, model: ScriptedAgentServer) -> AsyncIterator[tup
     )
     service = build(settings)
     url = await service.runtime.serve_http()
+    # LiteLLM's first import takes seconds (tens on a loaded machine): not what these
+    # tests time, so it is done before them.
+    await anthropic_messages.ready()
     sut = SutRef(model="scripted", provider="openai_compatible", api_base=model.base_url)
     _, key = await service.runtime.bind(str(uuid.uuid4()), "acct_test", sut, None, (None, None))
     yield url, key

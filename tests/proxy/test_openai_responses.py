@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchwright_proxy import openai_responses
 from benchwright_proxy.app import ProxyService, build
 from benchwright_shared.contracts import SutRef
 from benchwright_shared.settings import Settings
@@ -58,6 +59,9 @@ async def proxy(
     )
     service = build(settings)
     url = await service.runtime.serve_http()
+    # LiteLLM's first import takes seconds (tens on a loaded machine): not what these
+    # tests time, so it is done before them.
+    await openai_responses.ready()
     sut = SutRef(model="scripted", provider="openai_compatible", api_base=model.base_url)
     _, key = await service.runtime.bind(str(uuid.uuid4()), "acct_test", sut, None, (None, None))
     yield url, key, service

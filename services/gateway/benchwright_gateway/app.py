@@ -45,7 +45,7 @@ from benchwright_gateway.projections import RunsProjection
 from benchwright_gateway.webhooks.delivery import Webhooks
 from benchwright_shared.api.base import Health
 from benchwright_shared.projection_runner import RUN_LOG_SOURCE, ProjectionHost
-from benchwright_shared.service import HTTP_KEEP_ALIVE_S
+from benchwright_shared.service import HTTP_KEEP_ALIVE_S, listening
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore, eventsourcing_env
 
@@ -183,7 +183,9 @@ class GatewayService:
             timeout_keep_alive=HTTP_KEEP_ALIVE_S,
         )
         self._server = uvicorn.Server(config)
-        self._serve_task = asyncio.create_task(self._server.serve(), name="gateway-http")
+        self._serve_task = asyncio.create_task(
+            listening(self._server.serve(), config.host, config.port), name="gateway-http"
+        )
         while not self._server.started:
             if self._serve_task.done():
                 self._serve_task.result()

@@ -35,7 +35,7 @@ from benchwright_shared.contracts import (
     SutRef,
 )
 from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
-from benchwright_shared.service import HTTP_KEEP_ALIVE_S
+from benchwright_shared.service import HTTP_KEEP_ALIVE_S, listening
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
 
@@ -292,7 +292,8 @@ class ProxyRuntime:
             timeout_graceful_shutdown=5,
         )
         self._server = uvicorn.Server(config)
-        self._tasks.append(asyncio.create_task(self._server.serve(), name="proxy-http"))
+        serving = listening(self._server.serve(), config.host, config.port)
+        self._tasks.append(asyncio.create_task(serving, name="proxy-http"))
         while not self._server.started:
             if self._tasks[-1].done():
                 self._tasks[-1].result()  # surfaces a bind error
