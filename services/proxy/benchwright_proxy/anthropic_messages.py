@@ -22,6 +22,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
+from benchwright_proxy.calls import stamp_of
 from benchwright_proxy.providers.litellm_provider import import_litellm
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
     "ready",
     "to_chat",
 ]
-
-STAMP_PREFIX = "x-benchwright-"
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def to_chat(body: Any) -> ChatOfMessages:
 
 def from_chat(answered: Response, chat: ChatOfMessages) -> Response:
     """The chat completion's answer as a Messages answer, its cost stamp kept."""
-    stamp = {k: v for k, v in answered.headers.items() if k.startswith(STAMP_PREFIX)}
+    stamp = stamp_of(answered)
     payload = json.loads(bytes(answered.body))
     if answered.status_code != 200:
         error = payload.get("error") if isinstance(payload, dict) else None

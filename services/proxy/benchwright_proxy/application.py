@@ -87,20 +87,18 @@ class ProxyApplication(Application[uuid.UUID]):
         assert binding.pinned_versions is not None
         return binding.pinned_versions
 
-    def detach(self, run_id: str, key_hash: str | None = None) -> bool:
+    def detach(self, run_id: str, key_hash: str | None = None) -> None:
         """Revoke the run's key; with ``key_hash``, only if that key is still the one
-        bound (a detach of a key a later attach replaced changes nothing). Whether
-        the binding is now detached."""
+        bound (a detach of a key a later attach replaced changes nothing)."""
         try:
             binding: ModelBinding = self.repository.get(ModelBinding.create_id(run_id))
         except (AggregateNotFoundError, ValueError):
-            return True
+            return
         if key_hash is not None and binding.key_hash != key_hash:
-            return not binding.active
+            return
         if binding.active:
             binding.detach()
             self.save(binding)
-        return True
 
     def bound_to(self, run_id: str, key_hash: str) -> bool:
         """Whether the run's binding still holds the key whose hash is ``key_hash``."""

@@ -53,7 +53,7 @@ class RecentCalls:
                 bytes(response.body),
                 status_code=response.status_code,
                 media_type=response.media_type,
-                headers=_stamp_of(response),
+                headers=stamp_of(response),
             )
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._running[key] = future
@@ -71,7 +71,7 @@ class RecentCalls:
                 key,
                 bytes(response.body),
                 response.media_type or "application/json",
-                _stamp_of(response),
+                stamp_of(response),
             )
         return response
 
@@ -92,6 +92,6 @@ class RecentCalls:
             self._bytes -= len(body)
 
 
-def _stamp_of(response: Response) -> dict[str, str]:
+def stamp_of(response: Response) -> dict[str, str]:
     """The answer's cost stamp (``x-benchwright-*`` headers), to serve again with it."""
     return {k: v for k, v in response.headers.items() if k.startswith("x-benchwright-")}

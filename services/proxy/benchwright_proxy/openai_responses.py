@@ -23,11 +23,11 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
+from benchwright_proxy.calls import stamp_of
 from benchwright_proxy.providers.litellm_provider import import_litellm
 
 __all__ = ["ChatOfResponse", "as_events", "from_chat", "ready", "refused", "to_chat"]
 
-STAMP_PREFIX = "x-benchwright-"
 # What the request says that the translation reads (besides ``model`` and ``input``).
 NOT_PARAMS = ("model", "input", "stream")
 LITELLM_ONLY = (
@@ -106,7 +106,7 @@ def from_chat(answered: Response, chat: ChatOfResponse) -> Response:
     failed call keeps its status and its (OpenAI-shaped) error."""
     if answered.status_code != 200:
         return answered
-    stamp = {k: v for k, v in answered.headers.items() if k.startswith(STAMP_PREFIX)}
+    stamp = stamp_of(answered)
     from litellm import ModelResponse
 
     translated = _config().transform_chat_completion_response_to_responses_api_response(

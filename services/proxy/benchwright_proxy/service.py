@@ -130,11 +130,7 @@ class ProxyRuntime:
         """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
         if not known_provider(sut):
             raise unknown_provider(sut)
-        secret = (
-            self.derive("proxy-key", f"{run_id}\x1f{command_id}")
-            if self.derive is not None and command_id
-            else None
-        )
+        secret = self._key_secret(run_id, command_id)
         binding, key = await self.store.run(
             self.app.attach, run_id, account, sut, secret, ceilings, cache, bounds, telemetry
         )
@@ -215,13 +211,18 @@ class ProxyRuntime:
         await self.store.run(self.app.detach, command.run_id, key_hash)
         await self.flush_usage()
 
-    def _attached_key_hash(self, command: DetachModel) -> str | None:
-        """The hash of the key the attach ``command`` ends gave (keys derive from their
-        attach command); None when that cannot be known, and any key is detached."""
-        if self.derive is None or not command.attach_command_id:
+    def _key_secret(self, run_id: str, attach_command_id: str | None) -> str | None:
+        """The secret of the run's key as its attach command derives it; None when it
+        is not derived (no deriver, or no command: a fresh random key)."""
+        if self.derive is None or not attach_command_id:
             return None
-        secret = self.derive("proxy-key", f"{command.run_id}\x1f{command.attach_command_id}")
-        return hash_secret(secret)
+        return self.derive("proxy-key", f"{run_id}\x1f{attach_command_id}")
+
+    def _attached_key_hash(self, command: DetachModel) -> str | None:
+        """The hash of the key the attach ``command`` ends gave; None when that cannot be
+        known, and any key is detached."""
+        secret = self._key_secret(command.run_id, command.attach_command_id)
+        return None if secret is None else hash_secret(secret)
 
     async def price(self, query: PriceModelCalls) -> ModelCallPrices:
         """What calls of the sizes asked would cost on ``query.sut``, as a call is billed."""
