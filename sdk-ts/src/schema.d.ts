@@ -3136,6 +3136,8 @@ export interface components {
             request?: string | null;
             replay?: components["schemas"]["ReplayIn"] | null;
             sut?: components["schemas"]["SutIn"] | null;
+            /** Judge */
+            judge?: components["schemas"]["SutIn"] | components["schemas"]["SutIn"][] | null;
             /** Driver */
             driver?: string | null;
             /** Compute */
@@ -3595,6 +3597,8 @@ export interface components {
             /** Phase */
             phase?: string | null;
             model?: components["schemas"]["benchwright_shared__api__runs__SutRef"] | null;
+            /** Judges */
+            judges?: components["schemas"]["benchwright_shared__api__runs__SutRef"][] | null;
             /** Mode */
             mode?: string | null;
             /** Request */
@@ -3695,13 +3699,14 @@ export interface components {
          * RunCost
          * @description A run's cost, broken down by what incurred it (concepts §9).
          *
-         *     ``incurred`` is model + sandbox + driver + narration; ``billed`` the platform's
+         *     ``incurred`` is model + judge + sandbox + driver + narration; ``billed`` the platform's
          *     part (sandbox, driver, narration) with the markup. ``proxy_linger`` (model calls
          *     that finished after the run's key was revoked) is in neither total: add it for
          *     an all-in figure, using ``amount_usd`` (a linger is routinely sub-cent).
          */
         RunCost: {
             model?: components["schemas"]["LLMSpend"] | null;
+            judge?: components["schemas"]["LLMSpend"] | null;
             sandbox?: components["schemas"]["benchwright_shared__api__runs__Money"] | null;
             driver?: components["schemas"]["benchwright_shared__api__runs__Money"] | null;
             narration?: components["schemas"]["LLMSpend"] | null;

@@ -121,6 +121,8 @@ READ_HOST_POLICY: Final = "bw.q.proxy.host_policy.read.v1"
 READ_BLOCKED_HOSTS: Final = "bw.q.proxy.blocked_hosts.read.v1"
 # What model calls of given sizes would cost, priced as the proxy bills (an estimate).
 PRICE_MODEL_CALLS: Final = "bw.q.proxy.price_calls.v1"
+# Which of some models no key reaches (a launch's judges, checked before the run starts).
+CHECK_PROVIDER_KEYS: Final = "bw.q.proxy.check_keys.v1"
 GET_RUN_EVENTS: Final = "bw.q.orchestrator.run_events.v1"
 
 

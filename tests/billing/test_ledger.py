@@ -88,3 +88,24 @@ def test_a_lingering_call_is_its_own_line_and_narration_is_counted_when_it_spend
         assert totals["prompt_tokens"] == 30
     finally:
         store.close()
+
+
+def test_a_judges_calls_are_their_own_line_lingering_or_not(tmp_path: Path) -> None:
+    store = ProjectionStore(Settings(data_dir=tmp_path), "billing", [LedgerProjection()])
+    try:
+        store.apply_many(
+            "ledger",
+            [
+                (1, usage("u1", 2, 200)),
+                (2, {**usage("j1", 4, 80), "role": "judge"}),
+                # A judge call that finished after the key was revoked is still the judge's.
+                (3, {**usage("j2", 1, 20), "role": "judge", "source": "proxy_linger"}),
+            ],
+        )
+        totals = store.read(lambda cur: run_cost(cur, "r1"))
+        assert (totals["model_calls"], totals["model_micros"]) == (2, 200)
+        assert (totals["judge_calls"], totals["judge_micros"]) == (5, 100)
+        assert totals["judge_prompt_tokens"] == 50
+        assert totals["proxy_linger_calls"] == 0
+    finally:
+        store.close()

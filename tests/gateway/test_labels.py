@@ -95,6 +95,27 @@ def test_the_review_order_is_seeded_by_the_run_and_proportional_to_the_graders_g
         assert abs(passes - n * 10 / 40) <= 1, (n, passes)
 
 
+def test_every_prefix_of_the_queue_holds_each_grades_share_to_within_one() -> None:
+    # Every split of up to 27 tasks into C, P and I, under three seeds: the browser
+    # test once met 5 C, 2 P and 1 I with two C among the first five (share 3.1).
+    for sizes in itertools.product(range(10), repeat=3):
+        units = [
+            Graded(i, 0, f"t{i}", grade)
+            for i, grade in enumerate(
+                g for g, size in zip("CPI", sizes, strict=True) for _ in range(size)
+            )
+        ]
+        total = len(units)
+        for run in ("run_a", "run_b", "run_c"):
+            order = review_order(run, units, CPI)
+            assert sorted(order, key=lambda g: g.index) == units
+            held = dict.fromkeys("CPI", 0)
+            for n, unit in enumerate(order, start=1):
+                held[str(unit.grade)] += 1
+                for grade, size in zip("CPI", sizes, strict=True):
+                    assert abs(held[grade] - n * size / total) < 1, (sizes, run, n, grade)
+
+
 def test_the_agreement_is_what_scikit_learn_computes() -> None:
     grader = ["C", "C", "P", "I", "C", "I", "P", "C", "I", "C", None]
     people = ["C", "P", "P", "I", "C", "C", "I", "C", "I", "C", "C"]

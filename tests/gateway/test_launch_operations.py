@@ -37,7 +37,12 @@ from benchwright_shared.contracts import (
 )
 from benchwright_shared.contracts.base import Problem
 from benchwright_shared.contracts.billing import BalanceView, Money
-from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.contracts.queries import (
+    CheckProviderKeys,
+    ModelCallPrices,
+    PriceModelCalls,
+    ProviderKeys,
+)
 from benchwright_shared.contracts.registry import ReadSubset, RegistryAnswer, SubsetView
 from benchwright_shared.refusal import Refused
 
@@ -78,6 +83,8 @@ class FakePorts:
     floor_cents: int = 100
     stop_reason: str | None = None
     price_problem: Problem | None = None
+    # Providers the proxy holds no key for (what ``provider_keys`` answers).
+    keyless: tuple[str, ...] = ()
     # What the rest of the system does with a command: the view's change, if any.
     react: Callable[[Contract, "FakePorts"], None] = lambda command, ports: None
     sent: list[Contract] = field(default_factory=list)
@@ -131,6 +138,11 @@ class FakePorts:
         if self.price_problem is not None:
             return ModelCallPrices(problem=self.price_problem)
         return ModelCallPrices(micros=[1_000_000, 2_000_000, 3_000_000], source="operator")
+
+    async def provider_keys(self, query: CheckProviderKeys) -> ProviderKeys:
+        self.asked.append(query)
+        missing = {i: "no key" for i, sut in enumerate(query.suts) if sut.provider in self.keyless}
+        return ProviderKeys(missing=missing)
 
     async def send(self, command: Contract) -> None:
         self.sent.append(command)
@@ -228,6 +240,35 @@ async def test_a_pinned_launch_sends_what_the_registry_resolves() -> None:
     assert launched.run.id == command.run_id and launched.run.status == "running"
     assert launched.run.benchmark is not None and launched.run.benchmark.id == "gsm8k"
     assert launched.run.model is not None and launched.run.model.model == "m"
+
+
+async def test_a_launch_names_its_judge_or_panel_and_a_keyless_one_is_refused() -> None:
+    ports = FakePorts(benchmarks={"GSM8K": gsm8k()}, keyless=("together",))
+    judge = {"model": "j", "provider": "openrouter"}
+    await launching.launch(ports, ACCOUNT, body(benchmark="GSM8K", sut=SUT, judge=judge), None)
+    panel = [judge, {"model": "k", "provider": "local"}]
+    await launching.launch(ports, ACCOUNT, body(benchmark="GSM8K", sut=SUT, judge=panel), None)
+    one, two = ports.launched()
+    assert [j.model for j in one.judges or []] == ["j"]
+    assert [j.model for j in two.judges or []] == ["j", "k"]
+
+    keyless = {"model": "llama", "provider": "together"}
+    alone = body(benchmark="GSM8K", sut=SUT, judge=keyless)
+    refusal = await refused(launching.launch(ports, ACCOUNT, alone, None))
+    assert (refusal.status, refusal.field, refusal.code) == (
+        422,
+        "judge.provider",
+        "missing_credentials",
+    )
+    in_panel = body(benchmark="GSM8K", sut=SUT, judge=[judge, keyless])
+    refusal = await refused(launching.launch(ports, ACCOUNT, in_panel, None))
+    assert refusal.field == "judge[1].provider"
+    assert len(ports.launched()) == 2  # nothing more was sent
+
+    with pytest.raises(ValueError, match="1 to 5 judges"):
+        body(benchmark="GSM8K", sut=SUT, judge=[judge] * 6)
+    with pytest.raises(ValueError, match="each judge once"):
+        body(benchmark="GSM8K", sut=SUT, judge=[judge, judge])
 
 
 async def test_the_subset_s_defaults_fill_trials_and_bound_each_task() -> None:

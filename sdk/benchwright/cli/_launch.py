@@ -54,6 +54,27 @@ def parse_model(value: str, api_base: str | None = None) -> dict[str, str]:
     return sut
 
 
+def parse_judges(values: list[str]) -> dict[str, str] | list[dict[str, str]] | None:
+    """``--judge MODEL@PROVIDER`` (repeat for a panel): one judge, a list, or None.
+    ``MODEL@http://host:port/v1`` is a judge on an OpenAI-compatible server you run."""
+    judges = []
+    for value in values:
+        model, sep, where = value.rpartition("@")
+        if not sep or not model or not where:
+            fail(
+                f"--judge must be MODEL@PROVIDER or MODEL@URL, e.g. gpt-4o-mini@openrouter "
+                f"(got {value!r})",
+                code=EXIT_USAGE,
+            )
+        if where.startswith(("http://", "https://")):
+            judges.append({"model": model, "provider": "openai_compatible", "api_base": where})
+        else:
+            judges.append({"model": model, "provider": where})
+    if not judges:
+        return None
+    return judges[0] if len(judges) == 1 else judges
+
+
 def parse_limits(values: list[str]) -> dict[str, dict[str, float]] | None:
     """``run.cost=15`` and friends as the launch's ``limits`` (dollars and seconds).
 

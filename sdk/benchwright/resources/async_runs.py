@@ -7,7 +7,7 @@ this one awaits them.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._async_http import AsyncHTTP
@@ -60,6 +60,7 @@ class AsyncRuns:
         subset: str | None = None,
         impl: str | None = None,
         sut: Mapping[str, Any] | None = None,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         replay: Mapping[str, Any] | None = None,
@@ -88,6 +89,7 @@ class AsyncRuns:
         subset: str | None = None,
         impl: str | None = None,
         sut: Mapping[str, Any] | None = None,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
         replay: Mapping[str, Any] | None = None,
         driver: Any = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .._errors import APIConnectionError
@@ -52,6 +52,7 @@ class Runs:
         subset: str | None = None,
         impl: str | None = None,
         sut: Mapping[str, Any] | None = None,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         replay: Mapping[str, Any] | None = None,
@@ -74,7 +75,9 @@ class Runs:
         finds, analyzes and atomizes the benchmark), ``benchmark=`` (+ ``subset=``,
         ``impl=``) to pin a catalog entry, or ``replay={"from_run": anchor_id}`` to
         reuse an anchor run's exact tasks and impl. ``sut`` is the model under test,
-        ``{"model": ..., "provider": ...}``; ``driver`` is what drives the pipeline,
+        ``{"model": ..., "provider": ...}``; ``judge`` (the same shape, or a list of them
+        for a panel) is the model a model-graded scorer's ``self.judge`` calls reach,
+        metered as ``cost.judge``; ``driver`` is what drives the pipeline,
         not what it tests. ``hints`` is guidance for the Driver (a sentence or a list
         of them: "the answer is the last number", "score case-insensitively"), part
         of the run's fingerprint; ``phase_models`` gives the LLM Driver another model
@@ -113,6 +116,7 @@ class Runs:
         subset: str | None = None,
         impl: str | None = None,
         sut: Mapping[str, Any] | None = None,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, Any] | None = None,
         replay: Mapping[str, Any] | None = None,
         driver: Any = None,

@@ -292,6 +292,7 @@ def runs_csv(runs: list[dict[str, Any]], markup: float) -> str:
             "run_id",
             "last_cost_at",
             "model_micros",
+            "judge_micros",
             "sandbox_micros",
             "driver_micros",
             "billed_cents",
@@ -300,7 +301,15 @@ def runs_csv(runs: list[dict[str, Any]], markup: float) -> str:
     for run in runs:
         billed = billed_micros(run["sandbox"], run["driver"], markup, run.get("narration", 0))
         writer.writerow(
-            [run["run_id"], run["at"], run["model"], run["sandbox"], run["driver"], cents(billed)]
+            [
+                run["run_id"],
+                run["at"],
+                run["model"],
+                run["judge"],
+                run["sandbox"],
+                run["driver"],
+                cents(billed),
+            ]
         )
     return out.getvalue()
 

@@ -25,10 +25,11 @@ class CostLine:
     calls: int = 0
 
 
-# ``model``: the SUT's calls; ``proxy_linger``: its calls that finished after the run's
+# ``model``: the SUT's calls; ``judge``: the run's judges' (decision 0061), paid like the
+# model's by the account's provider key; ``proxy_linger``: its calls that finished after the run's
 # key was revoked; ``narration``: the run-summary LLM's (none today: narration asks no
 # model); ``sandbox`` and ``driver``: the platform's own spend.
-SOURCES = ("model", "sandbox", "driver", "narration", "proxy_linger")
+SOURCES = ("model", "judge", "sandbox", "driver", "narration", "proxy_linger")
 
 
 def validate(line: CostLine) -> CostLine:

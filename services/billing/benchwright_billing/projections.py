@@ -76,9 +76,13 @@ def _cost_line(message: dict[str, Any]) -> tuple[str, CostLine, str] | None:
                     account=message["account"],
                     run_id=message["run_id"],
                     # The proxy's windows are the SUT's spend (``proxy_linger`` for calls
-                    # that finished after the run's key was revoked); the
-                    # orchestrator's, the Driver's.
-                    source=message.get("source") or "model",
+                    # that finished after the run's key was revoked) or its judges'
+                    # (``role`` judge, lingering or not); the orchestrator's, the Driver's.
+                    source=(
+                        "judge"
+                        if message.get("role") == "judge"
+                        else message.get("source") or "model"
+                    ),
                     micros=int(message.get("cost_micros", 0)),
                     prompt_tokens=int(message.get("prompt_tokens", 0)),
                     completion_tokens=int(message.get("completion_tokens", 0)),
@@ -151,7 +155,12 @@ def account_days(cur: ViewCursor, account: str, since: str) -> list[dict[str, An
 
 # The LLM sources counted in calls and tokens, and the prefix of their keys in
 # ``RunCost`` (the model's keep their historical, unprefixed names).
-COUNTED = {"model": "", "narration": "narration_", "proxy_linger": "proxy_linger_"}
+COUNTED = {
+    "model": "",
+    "judge": "judge_",
+    "narration": "narration_",
+    "proxy_linger": "proxy_linger_",
+}
 
 
 def run_cost(cur: ViewCursor, run_id: str) -> dict[str, int]:

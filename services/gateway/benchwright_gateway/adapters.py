@@ -28,7 +28,12 @@ from benchwright_shared.contracts import (
     SubsetRows,
 )
 from benchwright_shared.contracts.billing import BalanceView, ReadBalance
-from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.contracts.queries import (
+    CheckProviderKeys,
+    ModelCallPrices,
+    PriceModelCalls,
+    ProviderKeys,
+)
 from benchwright_shared.contracts.registry import ReadSubset, RegistryAnswer
 
 QUERY_TIMEOUT_S = 10.0
@@ -82,6 +87,9 @@ class BusPorts:
 
     async def price(self, query: PriceModelCalls) -> ModelCallPrices:
         return await ask(self.ctx.bus(), query, ModelCallPrices, timeout=QUERY_TIMEOUT_S)
+
+    async def provider_keys(self, query: CheckProviderKeys) -> ProviderKeys:
+        return await ask(self.ctx.bus(), query, ProviderKeys, timeout=QUERY_TIMEOUT_S)
 
     async def send(self, command: Contract) -> None:
         await send_command(self.ctx.bus(), command)

@@ -171,21 +171,34 @@ def review_order(run_id: str, graded: Sequence[Graded], scale: ScaleName) -> lis
     """The run's graded units in the order the review queue offers them, stratified
     across the grader's grades in proportion to their sizes.
 
-    Each grade's units are shuffled by a generator seeded with the run's id and spread
-    evenly over [0, 1) from a seeded offset (systematic sampling within the stratum);
-    the queue is all units by that position. So any first n hold each grade's share of
-    n to within one task, every task has the same chance n / N of being among them, and
-    the same run always gives the same order. Proportional allocation is what keeps the
-    labels a self-weighting sample: ``judge_correction`` and the agreement figures
-    assume labelled tasks are drawn with equal probability (decision 0059), and an
-    equal number per grade would over-weight the rarer grades without sampling weights.
-    A task the grader gave no grade (errored) is not offered."""
+    Each grade's units are shuffled by a generator seeded with the run's id; the queue
+    then takes, at its n-th place, a unit of the grade furthest behind its share of n
+    (largest deficit first, the chairman-assignment rule; ties go by a seeded order of
+    the grades). So any first n hold each grade's share of n to within one task, which
+    independent random offsets per grade do not promise (three grades of 5, 2 and 1
+    gave two C among the first five, against 3.1), and the same run always gives the
+    same order. Proportional allocation is what keeps the labels a nearly
+    self-weighting sample: ``judge_correction`` and the agreement figures assume
+    labelled tasks are drawn with equal probability (decision 0059), and an equal
+    number per grade would over-weight the rarer grades without sampling weights. A
+    task the grader gave no grade (errored) is not offered."""
     seed = int.from_bytes(hashlib.sha256(f"review:{run_id}".encode()).digest()[:8], "big")
     rng = random.Random(seed)
-    placed: list[tuple[float, int, Graded]] = []
-    for rank, grade in enumerate(SCALES[scale].categories):
+    strata: list[list[Graded]] = []
+    for grade in SCALES[scale].categories:
         units = sorted((g for g in graded if g.grade == grade), key=lambda g: (g.index, g.trial))
         rng.shuffle(units)
-        offset = rng.random()
-        placed.extend(((k + offset) / len(units), rank, unit) for k, unit in enumerate(units))
-    return [unit for _, _, unit in sorted(placed, key=lambda p: (p[0], p[1]))]
+        strata.append(units)
+    tie_order = list(range(len(strata)))
+    rng.shuffle(tie_order)
+    total = sum(len(units) for units in strata)
+    taken = [0] * len(strata)
+    queue: list[Graded] = []
+    for n in range(1, total + 1):
+        behind = max(
+            (s for s in tie_order if taken[s] < len(strata[s])),
+            key=lambda s: (n * len(strata[s]) - taken[s] * total, -tie_order.index(s)),
+        )
+        queue.append(strata[behind][taken[behind]])
+        taken[behind] += 1
+    return queue

@@ -21,7 +21,12 @@ from benchwright_shared.contracts import (
     SubsetRows,
 )
 from benchwright_shared.contracts.billing import BalanceView
-from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.contracts.queries import (
+    CheckProviderKeys,
+    ModelCallPrices,
+    PriceModelCalls,
+    ProviderKeys,
+)
 from benchwright_shared.contracts.registry import ReadSubset, RegistryAnswer
 
 # A row of the gateway's runs view (``projections.get_run``): its columns by name.
@@ -50,9 +55,12 @@ class Billing(Protocol):
 
 
 class Pricing(Protocol):
-    """The proxy's prices for model calls (it bills with the same table)."""
+    """The proxy's prices for model calls (it bills with the same table), and which
+    models no key reaches (the proxy holds the keys)."""
 
     async def price(self, query: PriceModelCalls) -> ModelCallPrices: ...
+
+    async def provider_keys(self, query: CheckProviderKeys) -> ProviderKeys: ...
 
 
 class Commands(Protocol):

@@ -40,7 +40,7 @@ SETTLING = frozenset({run_event_type(MaterializeTaskAggregated), run_event_type(
 
 class RunsProjection(Projection):
     name = "runs"
-    version = 9
+    version = 10
     tables = {
         "runs": (
             "run_id TEXT PRIMARY KEY, account TEXT NOT NULL, status TEXT NOT NULL, "
@@ -56,7 +56,9 @@ class RunsProjection(Projection):
             # can land after the terminal event) shows as running until they are.
             "final_status TEXT, final_total INTEGER, "
             # The benchmark the request named when another ran in its place.
-            "substituted_for TEXT"
+            "substituted_for TEXT, "
+            # The run's judges (``RunLaunched.judges``), as JSON.
+            "judges TEXT"
         ),
         "tasks": (
             "run_id TEXT NOT NULL, invocation INTEGER NOT NULL, idx INTEGER NOT NULL, "
@@ -158,8 +160,8 @@ class RunsProjection(Projection):
         cur.execute(
             f"INSERT INTO {cur.table('runs')} (run_id, account, status, benchmark_id, "
             "benchmark_name, subset_id, subset_slug, impl_id, model, metadata, created_at, "
-            "mode, request, driver, parent_run_id, trials, limits, compute, backend) "
-            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "mode, request, driver, parent_run_id, trials, limits, compute, backend, judges) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id) DO NOTHING",
             [
                 run_id,
@@ -180,6 +182,7 @@ class RunsProjection(Projection):
                 json.dumps(d.get("limits") or {}),
                 d.get("compute"),
                 d.get("backend"),
+                json.dumps(d["judges"]) if d.get("judges") else None,
             ],
         )
 

@@ -23,7 +23,13 @@ def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
     neither: add it at the read site for an all-in figure."""
     if cost is None:
         return None
-    incurred = cost.model_micros + cost.sandbox_micros + cost.driver_micros + cost.narration_micros
+    incurred = (
+        cost.model_micros
+        + cost.judge_micros
+        + cost.sandbox_micros
+        + cost.driver_micros
+        + cost.narration_micros
+    )
     # Billed is the platform's share; model spend is the user's own key. Billing says
     # it with the markup; an older billing did not, and the share is shown unmarked.
     billed = cost.billed_micros
@@ -35,6 +41,12 @@ def render_cost(cost: RunCost | None) -> dict[str, Any] | None:
             "calls": cost.model_calls,
             "prompt_tokens": cost.prompt_tokens,
             "completion_tokens": cost.completion_tokens,
+        },
+        "judge": {
+            **money(cost.judge_micros),
+            "calls": cost.judge_calls,
+            "prompt_tokens": cost.judge_prompt_tokens,
+            "completion_tokens": cost.judge_completion_tokens,
         },
         "sandbox": money(cost.sandbox_micros),
         "driver": money(cost.driver_micros),
@@ -76,6 +88,7 @@ def render_run(row: dict[str, Any], cost: RunCost | None, base_url: str) -> dict
         "halt_reason": row.get("halt_reason"),
         "phase": row.get("phase"),
         "model": json.loads(row["model"]) if row.get("model") else None,
+        "judges": json.loads(row["judges"]) if row.get("judges") else None,
         "mode": row.get("mode") or "pinned",
         "request": row.get("request"),
         "driver": row.get("driver"),

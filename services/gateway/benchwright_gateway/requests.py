@@ -23,6 +23,8 @@ from benchwright_shared.scoring import AggregatorError, validate_aggregator
 # Hosted providers the proxy can route to; anything else needs a user's api_base.
 HOSTED_PROVIDERS = ("openrouter", "together", "local")
 RETIRED_DRIVER_FIELDS = ("agent", "operator")
+# A panel of judges: more than this is a budget mistake, not a design.
+MAX_JUDGES = 5
 
 
 class SutIn(BaseModel):
@@ -189,6 +191,8 @@ class LaunchRequest(BaseModel):
     request: str | None = Field(default=None, min_length=1, max_length=4000)
     replay: ReplayIn | None = None
     sut: SutIn | None = None
+    # The model that grades a model-graded scorer's answers, or a panel of them.
+    judge: SutIn | list[SutIn] | None = None
     driver: str | None = Field(default=None, max_length=300)
     # Where the run's sandboxes live; a typo is a 400 naming the field.
     compute: Compute | None = None
@@ -228,6 +232,23 @@ class LaunchRequest(BaseModel):
                     f"phase_models.{phase} must be '<provider>://<model>', not {model[:60]!r}"
                 )
         return value
+
+    @field_validator("judge")
+    @classmethod
+    def _judge(cls, value: SutIn | list[SutIn] | None) -> SutIn | list[SutIn] | None:
+        if isinstance(value, list):
+            if not 1 <= len(value) <= MAX_JUDGES:
+                raise ValueError(f"a panel has 1 to {MAX_JUDGES} judges")
+            ids = [f"{j.provider}/{j.model}" for j in value]
+            if len(set(ids)) != len(ids):
+                raise ValueError("a panel names each judge once")
+        return value
+
+    def judge_list(self) -> list[SutIn]:
+        """``judge`` as a list (one judge, or a panel); empty when none."""
+        if self.judge is None:
+            return []
+        return list(self.judge) if isinstance(self.judge, list) else [self.judge]
 
     def hint_list(self) -> list[str]:
         """``hints`` as a list, whichever form it came in."""

@@ -125,12 +125,15 @@ class RunsApplication(RelayedApplication):
         if parent is not None and parent.account != command.account:
             parent = None
         sut = command.sut.model_dump() if command.sut else None
+        judges = [judge.model_dump() for judge in command.judges] if command.judges else None
         trials = command.trials
         replay, impl_id = command.replay, command.impl_id
         harness = command.harness
         events = self._artifact_events(parent.run_id) if parent is not None else []
         if parent is not None:
             sut = sut or parent.sut
+            # A replay or fork grades as its parent did unless it names its own judges.
+            judges = judges or getattr(parent, "judges", None)
             trials = parent.sweep.trials  # frozen on the parent: replays reproduce its shape
             if command.mode == "replay" and harness is None:
                 # A Harbor run's tasks, agent and verifier are its harness: a replay
@@ -150,6 +153,7 @@ class RunsApplication(RelayedApplication):
             subset_slug=command.subset_slug or (parent.subset_slug if parent else None),
             impl_id=impl_id,
             sut=sut,
+            judges=judges,
             limit=command.limit,
             metadata=command.metadata,
             idempotency_key=command.idempotency_key,

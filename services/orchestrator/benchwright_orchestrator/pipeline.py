@@ -105,6 +105,7 @@ class RunPipeline:
         # comes after the run and is in no total.
         micros = (
             recorded.model_micros
+            + recorded.judge_micros
             + recorded.sandbox_micros
             + recorded.driver_micros
             + recorded.narration_micros

@@ -10,6 +10,7 @@ from eventsourcing.persistence import RecordConflictError
 
 from benchwright_proxy.domain import (
     EGRESS_PREFIX,
+    JUDGE_PREFIX,
     CachedAnswer,
     InvalidProxyKeyError,
     ModelBinding,
@@ -45,6 +46,7 @@ class ProxyApplication(Application[uuid.UUID]):
         cache: dict[str, Any] | None = None,
         bounds: tuple[int | None, int | None] = (None, None),
         telemetry: dict[str, bool] | None = None,
+        judges: list[SutRef] | None = None,
     ) -> tuple[ModelBinding, str]:
         """Bind ``run_id`` to ``sut``; returns (binding, key).
 
@@ -75,6 +77,10 @@ class ProxyApplication(Application[uuid.UUID]):
             self.save(binding)
         if binding.telemetry_setting != telemetry:
             binding.choose_telemetry(telemetry)
+            self.save(binding)
+        chosen = [judge.model_dump() for judge in judges] if judges else None
+        if binding.judge_setting != chosen:
+            binding.choose_judges(chosen)
             self.save(binding)
         return binding, key
 
@@ -122,6 +128,14 @@ class ProxyApplication(Application[uuid.UUID]):
         binding = self._binding(run_id)
         if not binding.accepts_egress(tag):
             raise InvalidProxyKeyError("key revoked or wrong")
+        return binding
+
+    def authenticate_judge(self, key: str) -> ModelBinding:
+        """The binding a judge key opens; raises ``InvalidProxyKeyError``."""
+        run_id, tag = parse_key(key, JUDGE_PREFIX)
+        binding = self._binding(run_id)
+        if not binding.accepts_judge(tag):
+            raise InvalidProxyKeyError("key revoked or wrong, or the run has no judge")
         return binding
 
     def _binding(self, run_id: str) -> ModelBinding:

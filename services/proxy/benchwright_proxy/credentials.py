@@ -26,26 +26,47 @@ class RunCredentials:
     def __init__(self, vault: VaultApplication, vault_store: BlockingStore) -> None:
         self._vault = vault
         self._store = vault_store
-        self._by_run: dict[str, UpstreamAuth | None] = {}
+        # By run and upstream host: a run's judges may live elsewhere than its model.
+        self._by_run: dict[tuple[str, str | None], UpstreamAuth | None] = {}
 
     async def pin(self, binding: ModelBinding, pin_versions: PinVersions) -> None:
         """Pin the account's current secret versions for the run (first attach only)."""
         current = await self._store.run(self._vault.current_versions, binding.account)
         pinned = await pin_versions(binding.run_id, current)
-        self._by_run[binding.run_id] = await self._open(binding, pinned)
+        for run_id, host in [k for k in self._by_run if k[0] == binding.run_id]:
+            del self._by_run[(run_id, host)]
+        sut = SutRef.model_validate(binding.sut)
+        self._by_run[(binding.run_id, upstream_host(sut))] = await self._open(binding, sut, pinned)
 
-    async def for_binding(self, binding: ModelBinding) -> UpstreamAuth | None:
-        """What the run's provider calls carry; rebuilt from the pins after a restart."""
-        if binding.run_id not in self._by_run:
+    async def for_binding(
+        self, binding: ModelBinding, sut: SutRef | None = None
+    ) -> UpstreamAuth | None:
+        """What the run's calls to ``sut`` (its model under test unless another is
+        named: a judge) carry; rebuilt from the pins after a restart."""
+        sut = sut or SutRef.model_validate(binding.sut)
+        where = (binding.run_id, upstream_host(sut))
+        if where not in self._by_run:
             pinned = binding.pinned_versions or {}
-            self._by_run[binding.run_id] = await self._open(binding, pinned)
-        return self._by_run[binding.run_id]
+            self._by_run[where] = await self._open(binding, sut, pinned)
+        return self._by_run[where]
+
+    async def account_has_key(self, account: str, sut: SutRef) -> bool:
+        """Whether one of the account's live secrets is for ``sut``'s upstream host."""
+        host = upstream_host(sut)
+        if host is None:
+            return False
+        current = await self._store.run(self._vault.current_versions, account)
+        pairs = await self._store.run(self._vault.injections, account, host, current)
+        return bool(pairs)
 
     def forget(self, run_id: str) -> None:
-        self._by_run.pop(run_id, None)
+        for where in [k for k in self._by_run if k[0] == run_id]:
+            del self._by_run[where]
 
-    async def _open(self, binding: ModelBinding, pinned: dict[str, int]) -> UpstreamAuth | None:
-        host = upstream_host(SutRef.model_validate(binding.sut))
+    async def _open(
+        self, binding: ModelBinding, sut: SutRef, pinned: dict[str, int]
+    ) -> UpstreamAuth | None:
+        host = upstream_host(sut)
         if host is None or not pinned:
             return None
         pairs = await self._store.run(self._vault.injections, binding.account, host, pinned)

@@ -10,18 +10,25 @@ hash: it opens the injector only, never the model API. A sandbox that needs the
 network but has no business calling the model (an agent's task, whose model
 calls the orchestrator makes) holds the egress key alone. It is revoked with the
 model key (a new key, a new tag; a detached binding accepts neither).
+
+A run with judges (a scorer's second model, graded answers) has a third credential,
+``bw_judge_<run hex>.<tag>``, made the same way: it opens the run's judges and never
+its model under test, so a scorer cannot spend the judge's budget on the model or
+the other way round, and each call is metered under its role (decision 0061).
 """
 
 import hashlib
 import hmac
 import secrets
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from eventsourcing.domain import Aggregate, event
 
 KEY_PREFIX = "bw_proxy_"
 EGRESS_PREFIX = "bw_egress_"
+JUDGE_PREFIX = "bw_judge_"
 
 
 class BindingError(Exception):
@@ -58,6 +65,10 @@ def egress_tag(key_hash: str) -> str:
     return hmac.new(key_hash.encode(), b"egress", hashlib.sha256).hexdigest()
 
 
+def judge_tag(key_hash: str) -> str:
+    return hmac.new(key_hash.encode(), b"judge", hashlib.sha256).hexdigest()
+
+
 def egress_key(run_id: str, key_hash: str) -> str:
     """The injector's credential for the run whose model key hashes to ``key_hash``."""
     return f"{EGRESS_PREFIX}{uuid.UUID(run_id).hex}.{egress_tag(key_hash)}"
@@ -72,6 +83,7 @@ _TERMS = (
     "trials_k",
     "cache",
     "telemetry",
+    "judges",
 )
 
 
@@ -113,6 +125,7 @@ class ModelBinding(Aggregate):
         self.trials_k: int | None = None
         self.cache: dict[str, Any] | None = None
         self.telemetry: dict[str, bool] | None = None
+        self.judges: list[dict[str, Any]] | None = None
 
     @event("KeyIssued")
     def issue_key(self, key_hash: str) -> None:
@@ -170,6 +183,29 @@ class ModelBinding(Aggregate):
     def telemetry_setting(self) -> dict[str, bool] | None:
         return self.telemetry
 
+    @event("JudgesChosen")
+    def choose_judges(self, judges: list[dict[str, Any]] | None) -> None:
+        """The run's judges (``AttachModel.judges``, each a ``SutRef`` as a dict)."""
+        self.judges = judges
+
+    @property
+    def judge_setting(self) -> list[dict[str, Any]] | None:
+        return self.judges
+
+    def judge_named(self, model_id: str | None) -> dict[str, Any] | None:
+        """The judge a call names by its model id (``provider/model``, or the bare model
+        when that is unambiguous); the first judge when it names none; None if the
+        name is not one of the run's judges."""
+        judges = self.judges or []
+        if not judges:
+            return None
+        if not model_id:
+            return judges[0]
+        exact = [j for j in judges if f"{j['provider']}/{j['model']}" == model_id]
+        bare = [j for j in judges if j["model"] == model_id]
+        found = exact or (bare if len(bare) == 1 else [])
+        return found[0] if found else None
+
     @property
     def ceilings(self) -> tuple[int | None, int | None]:
         """(task, attempt) cost ceilings in micro-dollars; (None, None) when unset."""
@@ -186,9 +222,33 @@ class ModelBinding(Aggregate):
     def accepts_egress(self, tag: str) -> bool:
         return self.active and hmac.compare_digest(egress_tag(self.key_hash), tag)
 
+    def accepts_judge(self, tag: str) -> bool:
+        return (
+            self.active and bool(self.judges) and hmac.compare_digest(judge_tag(self.key_hash), tag)
+        )
+
+    @property
+    def judge_key(self) -> str | None:
+        """The run's judge credential; None when the run has no judge."""
+        if not self.judges:
+            return None
+        return f"{JUDGE_PREFIX}{uuid.UUID(self.run_id).hex}.{judge_tag(self.key_hash)}"
+
     @property
     def egress_key(self) -> str:
         return egress_key(self.run_id, self.key_hash)
+
+
+Role = Literal["model", "judge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What a key opens: the run's binding, and whether its calls reach the model under
+    test or the run's judges."""
+
+    binding: ModelBinding
+    role: Role = "model"
 
 
 class CachedAnswer(Aggregate):

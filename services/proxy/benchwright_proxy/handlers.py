@@ -6,7 +6,12 @@ from benchwright_proxy.service import ProxyRuntime
 from benchwright_shared import subjects
 from benchwright_shared.bus import command_subscriber
 from benchwright_shared.contracts import AttachModel, DetachModel
-from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.contracts.queries import (
+    CheckProviderKeys,
+    ModelCallPrices,
+    PriceModelCalls,
+    ProviderKeys,
+)
 
 SERVICE = "proxy"
 
@@ -23,3 +28,7 @@ def register(router: NatsRouter, runtime: ProxyRuntime, *, max_deliver: int) -> 
     @router.subscriber(subjects.PRICE_MODEL_CALLS, queue=SERVICE)
     async def price_model_calls(query: PriceModelCalls) -> ModelCallPrices:
         return await runtime.price(query)
+
+    @router.subscriber(subjects.CHECK_PROVIDER_KEYS, queue=SERVICE)
+    async def check_provider_keys(query: CheckProviderKeys) -> ProviderKeys:
+        return await runtime.check_keys(query)

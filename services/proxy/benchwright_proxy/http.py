@@ -25,12 +25,12 @@ from benchwright_proxy.anthropic_messages import anthropic_error, from_chat, to_
 from benchwright_proxy.anthropic_messages import ready as messages_ready
 from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
-from benchwright_proxy.domain import InvalidProxyKeyError, ModelBinding
+from benchwright_proxy.domain import Caller, InvalidProxyKeyError, ModelBinding, Role
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import Provider, ProviderError, unknown_provider
 from benchwright_proxy.providers.auth import UpstreamAuth
 from benchwright_proxy.providers.registry import PROVIDERS, provider_key
-from benchwright_proxy.response_cache import Answers, cache_key, reads, writes
+from benchwright_proxy.response_cache import Answers, cache_key, judge_cache, reads, writes
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.sse import UsageTap, client_wants_usage, error_event
 from benchwright_proxy.traces import CallSpan, CallTraces
@@ -40,9 +40,9 @@ from benchwright_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Authenticate = Callable[[str], Awaitable[ModelBinding]]
-# The run's credentials for its upstream (vault secrets pinned at attach), if any.
-Credentials = Callable[[ModelBinding], Awaitable[UpstreamAuth | None]]
+Authenticate = Callable[[str], Awaitable[Caller]]
+# The run's credentials for an upstream (vault secrets pinned at attach), if any.
+Credentials = Callable[[ModelBinding, SutRef], Awaitable[UpstreamAuth | None]]
 RecordUsage = Callable[[CallRecord], None]
 
 STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -95,6 +95,7 @@ class _Call:
         "pool",
         "provider",
         "record_usage",
+        "role",
         "span",
         "spend",
         "stamp",
@@ -112,9 +113,11 @@ class _Call:
         spend: TaskSpend | None = None,
         at: Attribution | None = None,
         span: CallSpan | None = None,
+        role: Role = "model",
     ) -> None:
         self.binding = binding
         self.sut = sut
+        self.role = role
         self.auth = auth
         self.pool = pool
         self.record_usage = record_usage
@@ -151,7 +154,11 @@ class _Call:
             CallRecord(
                 run_id=self.binding.run_id,
                 account=self.binding.account,
-                model_id=self.binding.model_id,
+                model_id=(
+                    self.binding.model_id
+                    if self.role == "model"
+                    else f"{self.sut.provider}/{self.sut.model}"
+                ),
                 provider=self.sut.provider,
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),
@@ -159,6 +166,7 @@ class _Call:
                 latency_ms=int((time.perf_counter() - self.started) * 1000),
                 ok=ok,
                 cached=cached,
+                role=self.role,
             )
         )
         spent = over = None
@@ -290,7 +298,7 @@ async def _relay(
         await frames.aclose()  # the upstream stops too
 
 
-async def _no_credentials(binding: ModelBinding) -> UpstreamAuth | None:
+async def _no_credentials(binding: ModelBinding, sut: SutRef) -> UpstreamAuth | None:
     return None
 
 
@@ -361,12 +369,24 @@ def build_http_app(
         return openai_responses.from_chat(answered, chat)
 
     async def answer(request: Request, key: str, body: dict[str, Any], raw: bytes) -> Response:
-        """One chat completion for the run whose proxy key is ``key``."""
+        """One chat completion for the run whose proxy key (or judge key) is ``key``."""
         try:
-            binding = await authenticate(key)
+            caller = await authenticate(key)
         except InvalidProxyKeyError as exc:
             return _error(401, str(exc), "authentication_error")
-        sut = SutRef.model_validate(binding.sut)
+        binding = caller.binding
+        if caller.role == "judge":
+            judge = binding.judge_named(body.get("model"))
+            if judge is None:
+                named = ", ".join(f"{j['provider']}/{j['model']}" for j in binding.judges or [])
+                return _error(
+                    400,
+                    f"model {body.get('model')!r} is not one of this run's judges ({named})",
+                    "invalid_request_error",
+                )
+            sut = SutRef.model_validate(judge)
+        else:
+            sut = SutRef.model_validate(binding.sut)
         at = attribution(
             request.headers.get("x-benchwright-task"), request.headers.get("x-benchwright-trial")
         )
@@ -390,16 +410,25 @@ def build_http_app(
                     "limit_exceeded",
                     code=ceiling,
                 )
-        auth = await credentials(binding)
+        auth = await credentials(binding, sut)
         span = traces.start(binding, sut, body, at) if traces is not None else None
-        call = _Call(binding, sut, pool, record_usage, auth, spend, at, span)
+        call = _Call(binding, sut, pool, record_usage, auth, spend, at, span, caller.role)
         if body.get("stream"):
             return await _stream(call, body)
         keep: Keep | None = None
-        setting = binding.cache_setting
+        # A judge's answers are always kept and read again: the same graded output under
+        # the same judge and prompt gets the same grade, and a rescore pays nothing.
+        setting = (
+            judge_cache(binding.cache_setting) if caller.role == "judge" else binding.cache_setting
+        )
         if answers is not None and (reads(setting) or writes(setting)):
             assert setting is not None
-            cached_key = cache_key(binding.account, sut, body, at.trial if at else 0)
+            # A judge call's ``model`` only picks the judge, which ``sut`` already names:
+            # the same judge asked with or without it gives the same grade.
+            asked = (
+                {k: v for k, v in body.items() if k != "model"} if caller.role == "judge" else body
+            )
+            cached_key = cache_key(binding.account, sut, asked, at.trial if at else 0)
             if reads(setting):
                 kept = await answers.get(cached_key, float(setting["ttl"]))
                 if kept is not None:

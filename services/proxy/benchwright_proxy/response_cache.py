@@ -8,7 +8,8 @@ tools...) and the trial index, so that k trials stay k samples rather than one
 answer served k times. Only whole (non-streamed) answers are kept; they live in the
 proxy's store, so they outlive a restart. A hit costs nothing, is metered as a
 cached call, and is stamped ``x-benchwright-cache: hit`` for the runtime, which
-records it in the task's result.
+records it in the task's result. A run's judge calls are always cached
+(``judge_cache``), keyed by the judge's model like any call.
 """
 
 import hashlib
@@ -32,6 +33,18 @@ def cache_key(account: str, sut: SutRef, body: dict[str, Any], trial: int) -> st
     }
     canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# A judge's answers are kept this long unless the run's cache says otherwise.
+JUDGE_CACHE_TTL_S = 30 * 24 * 3600
+
+
+def judge_cache(run_setting: dict[str, Any] | None) -> dict[str, Any]:
+    """The cache a run's judge calls use: read and write, with the run's TTL if it set
+    one. Judge calls are cached whatever the run chose for its model's: the prompt
+    holds the graded output, so a hit is the same judge grading the same answer."""
+    ttl = (run_setting or {}).get("ttl") or JUDGE_CACHE_TTL_S
+    return {"mode": "read_write", "ttl": ttl}
 
 
 def reads(setting: dict[str, Any] | None) -> bool:

@@ -12,16 +12,28 @@ from urllib.parse import quote, urlsplit
 import uvicorn
 from faststream.nats import NatsBroker
 
-from benchwright_proxy.application import ProxyApplication, litellm_config_yaml
+from benchwright_proxy.application import ProxyApplication, litellm_config_yaml, model_id_for
 from benchwright_proxy.ceilings import TaskSpend
 from benchwright_proxy.credentials import RunCredentials
-from benchwright_proxy.domain import EGRESS_PREFIX, ModelBinding, hash_secret, parse_key
+from benchwright_proxy.domain import (
+    EGRESS_PREFIX,
+    JUDGE_PREFIX,
+    Caller,
+    ModelBinding,
+    hash_secret,
+    parse_key,
+)
 from benchwright_proxy.http import ProviderPool, build_http_app
 from benchwright_proxy.injector import EgressInjector
 from benchwright_proxy.pricing import call_cost_micros
 from benchwright_proxy.providers import unknown_provider
 from benchwright_proxy.providers.auth import UpstreamAuth
-from benchwright_proxy.providers.registry import known_provider, max_concurrency
+from benchwright_proxy.providers.registry import (
+    deployment_key,
+    known_provider,
+    max_concurrency,
+    needs_key,
+)
 from benchwright_proxy.settings import ProxySettings
 from benchwright_proxy.traces import CallTraces
 from benchwright_proxy.usage import CallRecord, UsageMeter
@@ -34,7 +46,12 @@ from benchwright_shared.contracts import (
     ModelUsageRecorded,
     SutRef,
 )
-from benchwright_shared.contracts.queries import ModelCallPrices, PriceModelCalls
+from benchwright_shared.contracts.queries import (
+    CheckProviderKeys,
+    ModelCallPrices,
+    PriceModelCalls,
+    ProviderKeys,
+)
 from benchwright_shared.service import HTTP_KEEP_ALIVE_S, listening
 from benchwright_shared.settings import Settings
 from benchwright_shared.store import BlockingStore
@@ -87,11 +104,20 @@ class ProxyRuntime:
         # Set by the service when tracing is on: a span per model call.
         self.call_traces: CallTraces | None = None
 
-    async def authenticate(self, key: str) -> ModelBinding:
-        """The run a model key belongs to. Bindings are cached for ``BINDING_TTL_S``: another
-        copy may have revoked the key (``DetachModel`` reaches one copy) or re-attached the run."""
+    async def authenticate(self, key: str) -> Caller:
+        """The run a model or judge key belongs to. Bindings are cached for ``BINDING_TTL_S``:
+        another copy may have revoked the key (``DetachModel`` reaches one copy) or
+        re-attached the run."""
+        if key.startswith(JUDGE_PREFIX):
+            run_id, tag = parse_key(key, JUDGE_PREFIX)
+            binding = await self._opened(
+                run_id, key, self.app.authenticate_judge, lambda b: b.accepts_judge(tag)
+            )
+            return Caller(binding, "judge")
         run_id, secret = parse_key(key)
-        return await self._opened(run_id, key, self.app.authenticate, lambda b: b.accepts(secret))
+        return Caller(
+            await self._opened(run_id, key, self.app.authenticate, lambda b: b.accepts(secret))
+        )
 
     async def authenticate_egress(self, key: str) -> ModelBinding:
         """The run an egress key belongs to (the injector's check), cached alike."""
@@ -126,20 +152,33 @@ class ProxyRuntime:
         cache: dict[str, Any] | None = None,
         bounds: tuple[int | None, int | None] = (None, None),
         telemetry: dict[str, bool] | None = None,
+        judges: list[SutRef] | None = None,
     ) -> tuple[ModelBinding, str]:
-        """Bind ``run_id`` to ``sut``: the binding and the run's key for this attach."""
-        if not known_provider(sut):
-            raise unknown_provider(sut)
+        """Bind ``run_id`` to ``sut`` (and its ``judges``): the binding and the run's key
+        for this attach."""
+        for model in (sut, *(judges or [])):
+            if not known_provider(model):
+                raise unknown_provider(model)
         secret = self._key_secret(run_id, command_id)
         binding, key = await self.store.run(
-            self.app.attach, run_id, account, sut, secret, ceilings, cache, bounds, telemetry
+            self.app.attach,
+            run_id,
+            account,
+            sut,
+            secret,
+            ceilings,
+            cache,
+            bounds,
+            telemetry,
+            judges,
         )
         self._bindings[run_id] = (binding, time.monotonic())
         self._detached.pop(run_id, None)  # attached again (a resumed run): its calls count
         if self.credentials is not None:
             await self.credentials.pin(binding, self._pin_versions)
-        # Warm the provider now, not on the sweep's first call.
-        await self.pool.get(sut)
+        # Warm the providers now, not on the sweep's first call.
+        for model in (sut, *(judges or [])):
+            await self.pool.get(model)
         return binding, key
 
     async def _pin_versions(self, run_id: str, versions: dict[str, int]) -> dict[str, int]:
@@ -147,10 +186,10 @@ class ProxyRuntime:
         self._bindings.pop(run_id, None)  # the cached binding predates the pins
         return pinned
 
-    async def credentials_for(self, binding: ModelBinding) -> UpstreamAuth | None:
+    async def credentials_for(self, binding: ModelBinding, sut: SutRef) -> UpstreamAuth | None:
         if self.credentials is None:
             return None
-        return await self.credentials.for_binding(binding)
+        return await self.credentials.for_binding(binding, sut)
 
     async def attach(self, command: AttachModel) -> None:
         assert self.broker is not None
@@ -164,6 +203,7 @@ class ProxyRuntime:
             command.cache,
             (command.task_rows, command.trials_k),
             command.telemetry,
+            command.judges,
         )
         reply = ModelAttached(
             command_id=command.command_id,
@@ -174,6 +214,8 @@ class ProxyRuntime:
             litellm_config_yaml=litellm_config_yaml(command.sut),
             max_concurrency=max_concurrency(command.sut),
             egress=self.egress(binding.egress_key),
+            judge_key=binding.judge_key,
+            judge_models=[model_id_for(judge) for judge in command.judges or []],
         )
         await publish_event(self.broker, reply, msg_id=f"{command.command_id}:attached")
 
@@ -234,6 +276,24 @@ class ProxyRuntime:
         micros = [call_cost_micros(prices, sut, usage, provider) for usage in query.usages]
         source = "operator" if operator else ("provider" if any(micros) else "unpriced")
         return ModelCallPrices(micros=micros, source=source)
+
+    async def check_keys(self, query: CheckProviderKeys) -> ProviderKeys:
+        """Which of the models asked no key reaches: the deployment's for the provider,
+        or one of the account's secrets for its host (what a call would carry)."""
+        missing: dict[int, str] = {}
+        for index, sut in enumerate(query.suts):
+            if not known_provider(sut):
+                missing[index] = unknown_provider(sut).detail
+            elif needs_key(sut) and deployment_key(self.settings, sut) is None:
+                has = self.credentials is not None and await self.credentials.account_has_key(
+                    query.account, sut
+                )
+                if not has:
+                    missing[index] = (
+                        f"no {sut.provider} key: add a secret for its host (POST /v1/secrets) "
+                        f"or set BW_{sut.provider.upper()}_API_KEY"
+                    )
+        return ProviderKeys(missing=missing)
 
     def record_usage(self, call: CallRecord) -> None:
         """Meter a finished call; one that finished after its run was detached lingers."""

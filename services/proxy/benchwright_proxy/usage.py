@@ -8,6 +8,7 @@ window of its own and reported as ``source="proxy_linger"``.
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 from benchwright_shared.contracts import ModelUsageRecorded
 
@@ -27,6 +28,8 @@ class CallRecord:
     linger: bool = False
     # Answered from the response cache: no tokens, no cost.
     cached: bool = False
+    # The model under test's call, or a judge's (metered apart: ``cost.judge``).
+    role: Literal["model", "judge"] = "model"
 
 
 @dataclass
@@ -46,10 +49,11 @@ class UsageMeter:
     """Accumulates calls per run; ``drain`` turns them into events."""
 
     def __init__(self) -> None:
-        self._windows: dict[tuple[str, bool], _Window] = {}
+        self._windows: dict[tuple[str, bool, str, str], _Window] = {}
 
     def record(self, call: CallRecord) -> None:
-        window = self._windows.setdefault((call.run_id, call.linger), _Window(first=call))
+        where = (call.run_id, call.linger, call.role, call.model_id)
+        window = self._windows.setdefault(where, _Window(first=call))
         window.calls += 1
         window.failed += 0 if call.ok else 1
         window.cached += 1 if call.cached else 0
@@ -69,6 +73,7 @@ class UsageMeter:
                 model_id=w.first.model_id,
                 provider=w.first.provider,
                 source="proxy_linger" if linger else "model",
+                role=w.first.role,
                 calls=w.calls,
                 failed_calls=w.failed,
                 cached_calls=w.cached,
@@ -79,5 +84,5 @@ class UsageMeter:
                 window_start=w.started,
                 window_end=now,
             )
-            for (run_id, linger), w in windows.items()
+            for (run_id, linger, _, _), w in windows.items()
         ]

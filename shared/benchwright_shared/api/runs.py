@@ -31,13 +31,15 @@ class LLMSpend(Money):
 class RunCost(Answer):
     """A run's cost, broken down by what incurred it (concepts §9).
 
-    ``incurred`` is model + sandbox + driver + narration; ``billed`` the platform's
+    ``incurred`` is model + judge + sandbox + driver + narration; ``billed`` the platform's
     part (sandbox, driver, narration) with the markup. ``proxy_linger`` (model calls
     that finished after the run's key was revoked) is in neither total: add it for
     an all-in figure, using ``amount_usd`` (a linger is routinely sub-cent).
     """
 
     model: LLMSpend | None = None
+    # The run's judges' calls (a model-graded scorer's), apart from the model's.
+    judge: LLMSpend | None = None
     sandbox: Money | None = None
     driver: Money | None = None
     narration: LLMSpend | None = None
@@ -173,6 +175,8 @@ class Run(Answer):
     halt_reason: str | None = None
     phase: str | None = None
     model: SutRef | None = None
+    # The run's judges (a model-graded scorer's second model; several: a panel).
+    judges: list[SutRef] | None = None
     mode: str | None = None
     request: str | None = None
     driver: str | None = None

@@ -48,6 +48,9 @@ class LaunchRun(Contract):
     subset_slug: str | None = None
     impl_id: str | None = None
     sut: SutRef | None = None
+    # The run's judges (one, or a panel): the models a scorer's ``judge`` calls reach,
+    # through the proxy under the judge role (decision 0061). None: no judge.
+    judges: list[SutRef] | None = None
     limit: int | None = None
     request: str | None = None
     driver: str | None = None
@@ -350,6 +353,8 @@ class AttachModel(Contract):
     cache: dict[str, Any] | None = None
     # The run's traces (``LaunchRun.telemetry``); None: the deployment's defaults.
     telemetry: dict[str, bool] | None = None
+    # The run's judges (``LaunchRun.judges``): a second key, the judge key, reaches them.
+    judges: list[SutRef] | None = None
 
 
 class DetachModel(Contract):

@@ -174,6 +174,10 @@ class ModelAttached(Contract):
     max_concurrency: int | None = None
     # The egress injector for this run's sandboxes (None when the proxy runs none).
     egress: Egress | None = None
+    # The judge key (for ``AttachModel.judges``) and each judge's model id, in order:
+    # a judge call names one of them as its ``model``. None and []: no judge.
+    judge_key: str | None = None
+    judge_models: list[str] = Field(default_factory=list)
 
 
 class DriverUsageRecorded(Contract):
@@ -210,6 +214,8 @@ class ModelUsageRecorded(Contract):
     model_id: str
     provider: str
     source: Literal["model", "proxy_linger"] = "model"
+    # Whose calls: the model under test's, or the run's judges' (``cost.judge``).
+    role: Literal["model", "judge"] = "model"
     calls: int = 0
     failed_calls: int = 0
     # Of ``calls``, those the response cache answered (no tokens, no cost).

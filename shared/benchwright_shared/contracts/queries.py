@@ -212,6 +212,12 @@ class RunCost(BaseModel):
     proxy_linger_calls: int = 0
     proxy_linger_prompt_tokens: int = 0
     proxy_linger_completion_tokens: int = 0
+    # The run's judges' calls (decision 0061): paid like the model's, by the account's
+    # provider key, and part of ``incurred``.
+    judge_micros: int = 0
+    judge_calls: int = 0
+    judge_prompt_tokens: int = 0
+    judge_completion_tokens: int = 0
     # What the run takes from the balance: the platform's part with the markup
     # (None from a billing that predates it).
     billed_micros: int | None = None
@@ -236,3 +242,21 @@ class ModelCallPrices(BaseModel):
     # ``operator`` (the deployment's BW_MODEL_PRICES), ``provider`` (its own table) or
     # ``unpriced`` (no price known: every figure is 0).
     source: str = "unpriced"
+
+
+class CheckProviderKeys(Contract):
+    """Which of ``suts`` the account could not call: no key for its provider, neither
+    the deployment's nor one of the account's secrets for the provider's host."""
+
+    subject: ClassVar[str] = subjects.CHECK_PROVIDER_KEYS
+
+    account: str
+    suts: list[SutRef] = Field(default_factory=list, max_length=20)
+
+
+class ProviderKeys(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    problem: Problem | None = None
+    # The positions in ``suts`` no key reaches, each with why.
+    missing: dict[int, str] = Field(default_factory=dict)

@@ -49,6 +49,8 @@ class RunLaunched(_Data):
     subset_slug: str | None = None
     impl_id: str | None = None
     sut: SutRef | None = None
+    # The run's judges (``LaunchRun.judges``); None: no judge.
+    judges: list[SutRef] | None = None
     limit: int | None = None
     trials: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

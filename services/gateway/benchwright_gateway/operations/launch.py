@@ -27,6 +27,7 @@ from benchwright_gateway.requests import ForkRequest, LaunchRequest, SutIn
 from benchwright_shared.agentic import MAX_TASKS
 from benchwright_shared.api.launch import Run
 from benchwright_shared.contracts import BenchmarkResolution, LaunchRun, ResolveBenchmark, SutRef
+from benchwright_shared.contracts.queries import CheckProviderKeys
 from benchwright_shared.contracts.registry import ReadSubset
 from benchwright_shared.ids import new_run_id
 from benchwright_shared.refusal import Refused
@@ -225,6 +226,7 @@ def checked_launch(ports: LaunchPorts, account: str, body: LaunchRequest, key: s
             "phase_models": body.phase_models or {},
             "cache": body.cache_setting(),
             "telemetry": body.telemetry_setting(),
+            "judges": await _judges(ports, account, body),
         }
         if body.bridged():
             return await bridged_command(ports, account, body, common)
@@ -382,6 +384,21 @@ def placeholder(command: LaunchRun) -> RunRow:
         "request": command.request,
         "parent_run_id": command.parent_run_id,
     }
+
+
+async def _judges(ports: LaunchPorts, account: str, body: LaunchRequest) -> list[SutRef] | None:
+    """The launch's judges, each one a key reaches (else refused naming it)."""
+    judges = [judge for judge in map(_sut, body.judge_list()) if judge is not None]
+    if not judges:
+        return None
+    answer = await ports.provider_keys(CheckProviderKeys(account=account, suts=judges))
+    raise_for(answer.problem)
+    for index, why in sorted(answer.missing.items()):
+        field = "judge.provider" if not isinstance(body.judge, list) else f"judge[{index}].provider"
+        raise Refused(
+            422, "the judge cannot be called", why, field=field, code="missing_credentials"
+        )
+    return judges
 
 
 def _sut(body: SutIn | None) -> SutRef | None:

@@ -17,6 +17,7 @@ each (task, trial) once.
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -54,6 +55,19 @@ def harness_fields(run: Run) -> dict[str, Any]:
         "harness": harness["name"],
         "harness_task": harness["task"],
         "harness_args": harness.get("args") or {},
+    }
+
+
+def judge_env(model: ModelAttached) -> dict[str, str]:
+    """What a scorer's ``judge`` call needs beside the model's variables: the judge key
+    and the judges' model ids (the first is the default; a panel names each). Nothing
+    when the run has no judge, so a scorer that asks for one fails saying so."""
+    if not model.judge_key or not model.judge_models:
+        return {}
+    return {
+        "BW_JUDGE_PROXY_KEY": model.judge_key,
+        "BW_JUDGE_MODEL": model.judge_models[0],
+        "BW_JUDGE_MODELS": json.dumps(model.judge_models),
     }
 
 
@@ -161,6 +175,7 @@ class NatsResultFeed:
                 "BW_MODEL_PROXY_URL": model.proxy_url,
                 "BW_MODEL_MODEL": model.model_id,
                 "BW_MODEL_PROXY_KEY": model.proxy_key,
+                **judge_env(model),
             },
             egress=model.egress,
             invocation=self.invocation,

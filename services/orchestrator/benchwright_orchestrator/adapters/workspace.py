@@ -442,6 +442,8 @@ class NatsWorkspace:
                 trials_k=self.run.trials_k,
                 cache=getattr(self.run, "cache", None),  # runs launched before: none
                 telemetry=getattr(self.run, "telemetry", None),
+                judges=[SutRef.model_validate(j) for j in getattr(self.run, "judges", None) or []]
+                or None,
             )
         )
         assert isinstance(reply, ModelAttached)

@@ -125,8 +125,11 @@ class Run(Aggregate):
         cache: dict[str, Any] | None = None,
         harness: dict[str, Any] | None = None,
         telemetry: dict[str, bool] | None = None,
+        judges: list[dict[str, Any]] | None = None,
     ) -> None:
         self.run_id = run_id
+        # The run's judges (``LaunchRun.judges``), each ``{model, provider, api_base}``.
+        self.judges = judges
         self.cache = cache
         # A third-party harness scoring the run (``LaunchRun.harness``): its task and files.
         self.harness = harness

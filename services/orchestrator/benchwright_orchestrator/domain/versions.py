@@ -32,6 +32,7 @@ _V1_LATE_ATTRIBUTES: dict[str, Any] = {
     "cache": None,
     "harness": None,
     "telemetry": None,
+    "judges": None,
     "metadata": {},
     "request": None,
     "driver": None,

@@ -61,6 +61,22 @@ def known_provider(sut: SutRef) -> bool:
     return provider_key(sut) in PROVIDERS
 
 
+# Providers that need a key, and the deployment setting that may hold it (an account
+# may bring its own as a secret for the provider's host instead).
+KEYED_PROVIDERS = {"openrouter": "openrouter_api_key", "together": "together_api_key"}
+
+
+def deployment_key(settings: Settings, sut: SutRef) -> str | None:
+    """The deployment's key for ``sut``'s provider, when it needs one and has one."""
+    setting = KEYED_PROVIDERS.get(provider_key(sut))
+    value = getattr(settings, setting, None) if setting else None
+    return value if isinstance(value, str) and value else None
+
+
+def needs_key(sut: SutRef) -> bool:
+    return provider_key(sut) in KEYED_PROVIDERS
+
+
 # Providers that serve one call at a time: more concurrent tasks only queue.
 SERIAL_PROVIDERS = {"local"}
 

@@ -110,6 +110,15 @@ ModelOption = Annotated[
         show_default=False,
     ),
 ]
+JudgeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge",
+        help="The judge a model-graded scorer calls, as MODEL@PROVIDER (or MODEL@URL of "
+        "your own OpenAI-compatible server); repeat for a panel.",
+        show_default=False,
+    ),
+]
 ApiBaseOption = Annotated[
     str | None,
     typer.Option(help="Your own OpenAI-compatible endpoint serving --model.", show_default=False),
