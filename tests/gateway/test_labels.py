@@ -378,3 +378,43 @@ async def test_a_run_without_labels_reports_its_plain_figure_uncorrected(tmp_pat
     assert report.corrected is not None and not report.corrected.corrected
     # 11 graded tasks (the last errored), those with index % 3 != 0 passed.
     assert report.corrected.estimate == pytest.approx(7 / 11)
+
+
+def test_a_panel_in_the_score_metadata_is_measured_judge_by_judge_and_together() -> None:
+    import krippendorff
+    from statsmodels.stats import inter_rater
+
+    from benchwright_gateway.labelling import panel_grades
+
+    strict = ["C", "I", "P", "I", "C", "I", "C", "P"]
+    lenient = ["C", "C", "C", "P", "C", "P", "C", "C"]
+    metas = [
+        {"grade": s, "panel": {"judge/strict": s, "judge/lenient": le.lower(), "x": "nope"}}
+        for s, le in zip(strict, lenient, strict=True)
+    ]
+    units = [
+        Graded(i, 0, f"t{i}", meta["grade"], panel_grades(CPI, meta))
+        for i, meta in enumerate(metas)
+    ]
+    assert units[1].panel == {"judge/strict": "I", "judge/lenient": "C"}  # "nope" is off
+    people = ["C", "P", "P", "I", "C", "I"]
+    labels = [
+        LabelRecord(index=i, trial=0, grade=g, labelled_by="ann", seq=i)
+        for i, g in enumerate(people)
+    ]
+    figures = agreement(CPI, units, labels)
+    assert figures.panel is not None
+    each = figures.panel.judges
+    assert set(each) == {"judge/strict", "judge/lenient"}
+    assert each["judge/lenient"].kappa.value == pytest.approx(
+        cohen_kappa_score(people, lenient[: len(people)])
+    )
+    categories = ["I", "P", "C"]
+    counts = [[[s, le].count(c) for c in categories] for s, le in zip(strict, lenient, strict=True)]
+    assert figures.panel.fleiss_kappa.value == pytest.approx(inter_rater.fleiss_kappa(counts))
+    codes = [[categories.index(g) for g in rater] for rater in (strict, lenient)]
+    wanted = krippendorff.alpha(reliability_data=codes, level_of_measurement="nominal")
+    assert figures.panel.alpha_nominal.value == pytest.approx(wanted)
+    # One judge alone is no panel.
+    alone = [Graded(u.index, 0, u.task_id, u.grade) for u in units]
+    assert agreement(CPI, alone, labels).panel is None

@@ -13,14 +13,16 @@ import hashlib
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from benchwright_shared.judge_agreement import (
     CORRECT_PARTIAL_INCORRECT,
     JudgeAgreement,
+    PanelAgreement,
     Scale,
     judge_agreement,
+    panel_agreement,
 )
 from benchwright_shared.judge_correction import (
     CorrectedEstimate,
@@ -54,6 +56,9 @@ class Graded:
     task_id: str
     # On the run's scale; None when the grader gave none (the task errored).
     grade: str | None
+    # A panel's grade per judge (``score_meta.panel``), on the same scale; empty when
+    # one judge (or none) graded.
+    panel: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class AgreementFigures:
     labelled: int
     agreement: JudgeAgreement
     corrected: CorrectedEstimate | None
+    # Each judge of a panel against people, and the judges with each other.
+    panel: PanelAgreement | None = None
 
 
 def meta_grade(score_meta: Mapping[str, Any] | None) -> str | None:
@@ -82,6 +89,20 @@ def meta_grade(score_meta: Mapping[str, Any] | None) -> str | None:
     if isinstance(grade, str) and grade.strip().upper() in ("C", "P", "I"):
         return grade.strip().upper()
     return None
+
+
+def panel_grades(scale: ScaleName, score_meta: Mapping[str, Any] | None) -> dict[str, str]:
+    """A panel's grade per judge, from ``score_meta.panel`` (``{judge: grade}``), on the
+    run's scale; judges whose grade is off the scale are left out."""
+    panel = (score_meta or {}).get("panel")
+    if not isinstance(panel, Mapping):
+        return {}
+    found = {}
+    for judge, grade in panel.items():
+        spelled = check_grade(scale, grade) if isinstance(grade, str) else None
+        if spelled is not None:
+            found[str(judge)] = spelled
+    return found
 
 
 def scale_of(rows: Iterable[Mapping[str, Any]]) -> ScaleName:
@@ -158,12 +179,24 @@ def agreement(
             {k: GRADE_VALUES[v] for k, v in people.items()},
         )
     labelled = sum(1 for k in people if judge.get(k) is not None)
+    judges = sorted({name for g in ordered for name in g.panel})
+    panel = None
+    if judges:
+        gradings = {
+            name: {(g.index, g.trial): g.panel.get(name) for g in ordered} for name in judges
+        }
+        panel = panel_agreement(
+            cast(Mapping[str, Mapping[tuple[int, int], str | float | None]], gradings),
+            cast(Mapping[tuple[int, int], str | float | None], people),
+            SCALES[scale],
+        )
     return AgreementFigures(
         scale=scale,
         graded=sum(1 for v in judge.values() if v is not None),
         labelled=labelled,
         agreement=figures,
         corrected=corrected,
+        panel=panel,
     )
 
 

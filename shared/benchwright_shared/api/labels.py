@@ -111,6 +111,27 @@ class CorrectedFigure(Answer):
     rectifier_high: float | None = None
 
 
+class InterJudge(Answer):
+    """An inter-rater coefficient over ``tasks`` tasks, or None with the reason."""
+
+    value: float | None
+    tasks: int
+    reason: str | None = None
+
+
+class PanelFigures(Answer):
+    """A panel of judges (``score_meta.panel``): each judge against people, and the
+    judges with each other over every task they graded (Fleiss' kappa, Krippendorff's
+    alpha, nominal and, the scales being ordered, ordinal)."""
+
+    categories: tuple[str | float, ...]
+    judges: dict[str, GraderAgreement]
+    fleiss_kappa: InterJudge
+    alpha_nominal: InterJudge
+    alpha_ordinal: InterJudge | None = None
+    alpha_interval: InterJudge | None = None
+
+
 class Agreement(Answer):
     """The run's grader against people, over the tasks both graded.
 
@@ -135,3 +156,5 @@ class Agreement(Answer):
     labels: int
     agreement: GraderAgreement
     corrected: CorrectedFigure | None = None
+    # With a panel of judges: each one's agreement with people, and theirs together.
+    panel: PanelFigures | None = None

@@ -22,6 +22,7 @@ from benchwright_gateway.labelling import (
     agreement,
     check_grade,
     grader_grade,
+    panel_grades,
     scale_of,
 )
 from benchwright_gateway.operations.runs import owned_run
@@ -35,6 +36,7 @@ from benchwright_shared.api.labels import (
     GraderAgreement,
     Label,
     LabelList,
+    PanelFigures,
 )
 from benchwright_shared.contracts import LabelTask
 from benchwright_shared.refusal import Refused
@@ -71,6 +73,7 @@ async def graded_run(ports: LabelPorts, account: str, run_id: str) -> GradedRun:
             trial=int(r["trial"]),
             task_id=str(r["task_id"]),
             grade=grader_grade(scale, r.get("outcome"), r["score_meta"]),
+            panel=panel_grades(scale, r["score_meta"]),
         )
         for r in rows
     ]
@@ -168,6 +171,11 @@ async def measure(ports: LabelPorts, account: str, run_id: str) -> Agreement:
             None
             if figures.corrected is None
             else CorrectedFigure.model_validate(figures.corrected.model_dump())
+        ),
+        panel=(
+            None
+            if figures.panel is None
+            else PanelFigures.model_validate(figures.panel.model_dump())
         ),
     )
 
