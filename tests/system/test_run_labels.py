@@ -106,6 +106,8 @@ async def test_labels_over_the_api_give_scikit_learns_agreement(
     assert sorted(grader.values()) == sorted("CCPCCPIC")
 
     plain = await bw.runs.agreement(run_id)
+    unlabelled = await bw.runs.get(run_id)
+    assert unlabelled.summary is not None and "judge_corrected" not in unlabelled.summary
     assert (plain.scale, plain.grader, plain.labels) == (
         "correct_partial_incorrect",
         "score_meta.grade",
@@ -136,6 +138,14 @@ async def test_labels_over_the_api_give_scikit_learns_agreement(
     assert report.agreement.lean is not None and report.agreement.lean.leaning == "lenient"
     assert report.corrected is not None and report.corrected.corrected
     assert report.corrected.estimate < report.corrected.judge_estimate
+    # The run's summary carries the corrected figure beside its plain interval.
+    shown = await bw.runs.get(run_id)
+    assert shown.summary is not None
+    widened = shown.summary["judge_corrected"]
+    assert widened["estimate"] == pytest.approx(report.corrected.estimate)
+    assert (widened["low"], widened["high"]) == pytest.approx(
+        (report.corrected.low, report.corrected.high)
+    )
 
     # -- refusals, each naming what is at fault --------------------------------------
     with pytest.raises(NotFoundError) as missing:

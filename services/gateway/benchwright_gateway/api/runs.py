@@ -11,6 +11,7 @@ from nats.js.api import DeliverPolicy
 from sse_starlette import EventSourceResponse
 
 from benchwright_gateway import projections as views
+from benchwright_gateway.adapters import BusPorts
 from benchwright_gateway.api import lookup
 from benchwright_gateway.api.artifacts import KINDS, latest_described
 from benchwright_gateway.api.auth import Principal
@@ -18,6 +19,7 @@ from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.api.guard import MAX_POSITION
 from benchwright_gateway.context import GatewayContext
 from benchwright_gateway.operations import raise_for
+from benchwright_gateway.operations.labels import corrected_summary
 from benchwright_gateway.render import (
     RUN_FIELDS,
     parse_task_page_token,
@@ -221,6 +223,12 @@ async def get_run(
     costed = selected is None or "cost" in selected
     cost = await lookup.run_cost(ctx, run_id) if costed else None
     run = select_fields(render_run(row, cost, ctx.settings.gateway_url), selected)
+    if run.get("summary") is not None:
+        # People's labels widen the headline figure's interval by the grader's measured
+        # error (docs/judges.md, "Calibration"); the plain interval stays as it was.
+        corrected = await corrected_summary(BusPorts(ctx), row)
+        if corrected is not None:
+            run["summary"] = {**run["summary"], "judge_corrected": corrected.model_dump()}
     for name in wanted:
         run[name] = await expansion(ctx, name, caller, row)
     return Run.model_validate(run)

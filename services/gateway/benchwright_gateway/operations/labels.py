@@ -61,7 +61,12 @@ class GradedRun:
 
 async def graded_run(ports: LabelPorts, account: str, run_id: str) -> GradedRun:
     """The caller's run with what its grader said of each task (or trial)."""
-    run = await owned_run(ports, account, run_id)
+    return await graded(ports, await owned_run(ports, account, run_id))
+
+
+async def graded(ports: LabelPorts, run: RunRow) -> GradedRun:
+    """``run`` (already the caller's) with what its grader said of each task or trial."""
+    run_id = str(run["run_id"])
     trials = trials_per_task(run.get("trials"))
     rows = await ports.graded_rows(run_id, per_trial=trials > 1)
     for row in rows:
@@ -145,18 +150,7 @@ async def measure(ports: LabelPorts, account: str, run_id: str) -> Agreement:
     """The run's grader against people's labels of its latest sweep, and its corrected
     pass rate or mean score."""
     graded = await graded_run(ports, account, run_id)
-    labels = await ports.labels(run_id, graded.invocation)
-    records = [
-        LabelRecord(
-            index=int(r["idx"]),
-            trial=int(r["trial"]),
-            grade=str(r["grade"]),
-            labelled_by=str(r["labelled_by"]),
-            seq=int(r["seq"]),
-        )
-        for r in labels
-        if r["scale"] == graded.scale
-    ]
+    records = await _records(ports, graded)
     figures = agreement(graded.scale, graded.units, records)
     return Agreement(
         run_id=run_id,
@@ -178,6 +172,39 @@ async def measure(ports: LabelPorts, account: str, run_id: str) -> Agreement:
             else PanelFigures.model_validate(figures.panel.model_dump())
         ),
     )
+
+
+async def corrected_summary(ports: LabelPorts, run: RunRow) -> CorrectedFigure | None:
+    """The run's pass rate (or mean score) with its interval widened for the grader's
+    error as people's labels measure it (prediction-powered inference); None while no
+    label of its latest sweep is on its grader's scale, so an unlabelled run costs one
+    query of the labels table."""
+    if not await ports.labels(str(run["run_id"])):
+        return None
+    found = await graded(ports, run)
+    records = await _records(ports, found)
+    if not records:
+        return None
+    figures = agreement(found.scale, found.units, records)
+    if figures.corrected is None or not figures.corrected.corrected:
+        return None
+    return CorrectedFigure.model_validate(figures.corrected.model_dump())
+
+
+async def _records(ports: LabelPorts, found: GradedRun) -> list[LabelRecord]:
+    """People's labels of the run's latest sweep on its grader's scale."""
+    labels = await ports.labels(str(found.run["run_id"]), found.invocation)
+    return [
+        LabelRecord(
+            index=int(r["idx"]),
+            trial=int(r["trial"]),
+            grade=str(r["grade"]),
+            labelled_by=str(r["labelled_by"]),
+            seq=int(r["seq"]),
+        )
+        for r in labels
+        if r["scale"] == found.scale
+    ]
 
 
 def find_task(rows: list[RunRow], task: int | str) -> RunRow:
