@@ -579,6 +579,47 @@ async def test_a_replay_is_estimated_from_its_parent() -> None:
     assert ports.sent == []  # nothing launched
 
 
+JUDGED_CODE = """
+from bench_task import BenchTask
+
+# -- settings: grading --
+JUDGE_MAX_TOKENS = 64
+# -- end of settings --
+TEMPLATE = "Grade the answer against the reference. End with GRADE: C, P or I."
+
+
+class Task(BenchTask):
+    def solve(self, index, input):
+        return self.complete(input, max_tokens=16)
+
+    def score(self, index, output, expected):
+        return {"score": 1.0, "grade": self.judge(TEMPLATE + output)}
+"""
+
+
+async def test_a_judged_scorer_is_estimated_with_its_judges_calls() -> None:
+    rows = [{"task_id": f"q{i}", "input": "x" * 40} for i in range(10)]
+    ports = FakePorts(
+        benchmarks={"GSM8K": gsm8k()},
+        subsets={"snap_1": Subset("gsm8k", "test", "snap_1", rows)},
+        impls={"gsm8k:abc": JUDGED_CODE},
+    )
+    judge = {"model": "grader", "provider": "local"}
+    found = await estimating.estimate(
+        ports, ACCOUNT, body(benchmark="GSM8K", sut=SUT, judge=judge, metadata={"limit": 10})
+    )
+    assert found.judge is not None
+    assert [j.model for j in found.judge.judges] == ["grader"]
+    assert found.judge.calls.model_dump() == {"low": 10, "expected": 10, "high": 20}
+    assert found.judge.completion_tokens.high == 20 * 64  # JUDGE_MAX_TOKENS bounds it
+    judged = [q for q in ports.asked if isinstance(q, PriceModelCalls) and q.sut.model == "grader"]
+    assert len(judged) == 1
+    assert found.judge.cost.high.amount_usd == 3.0  # the fake proxy's price
+    # The scorer without a judge named: no judge section, nothing asked of one.
+    plain = await estimating.estimate(ports, ACCOUNT, body(benchmark="GSM8K", sut=SUT))
+    assert plain.judge is None
+
+
 async def test_an_estimate_refuses_a_request_and_raises_a_service_s_problem() -> None:
     ports = FakePorts(
         benchmarks={"GSM8K": gsm8k()},

@@ -16,6 +16,13 @@ the scorer's code and the prices (the proxy's, the ones it bills with).
   hand, a literal ``max_tokens=`` argument or ``"max_tokens":`` entry (or a
   module-level constant one of them names).
 
+* **Judge calls** (a model-graded scorer's, ``judge_workload``): one grading per
+  attempt, each as many judge calls as the scorer's ``score`` has judge call sites
+  (a pairwise preference asks twice: both orders), times the panel's judges when it
+  grades with a panel; a prompt of the scorer's grading text, the row's input and
+  the model's expected answer; an answer bounded by ``JUDGE_MAX_TOKENS`` (a setting)
+  or a literal ``max_tokens`` in ``score``, else ``DEFAULT_MAX_TOKENS``.
+
 Sandbox time and Driver work are left out and said so: a pinned run's Driver spends
 nothing, and sandbox seconds depend on the machine more than on the rows.
 """
@@ -205,3 +212,89 @@ def workload(tasks: int, trials: int, scorer: Scorer, sampled: Sequence[int]) ->
         + f"), {max(1, cap // 4)} expected",
     ]
     return Workload(tasks, trials, calls, prompt, completion, derivation)
+
+
+# A judge call in a scorer: the runtime's own, or one of ``bench_judge``'s graders.
+JUDGE_CALL = re.compile(r"\.judge(?:_chat)?\(|\bgrade_(?:qa|fact|rubric)\(|\bprefer\(")
+PAIRWISE = re.compile(r"\bprefer\(")
+PANEL = re.compile(r"\bpanel\(")
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What the estimate reads of a scorer's grading by a judge."""
+
+    sites: int
+    template_chars: int
+    max_tokens: int | None
+    panel: bool
+
+
+def read_judging(code: str | None) -> Judging | None:
+    """The scorer's judge calls per grading and their sizes; None when it calls no judge."""
+    if not code or not JUDGE_CALL.search(code):
+        return None
+    sites = len(JUDGE_CALL.findall(code)) + len(PAIRWISE.findall(code))
+    try:
+        setting = read_settings(code).get("JUDGE_MAX_TOKENS")
+    except (ValueError, SyntaxError):
+        setting = None
+    cap = setting if _is_count(setting) else None
+    return Judging(sites, _literal_chars(code, "score"), cap, bool(PANEL.search(code)))
+
+
+def _literal_chars(code: str, function: str) -> int:
+    """The characters of the string literals in ``function`` (f-strings' fixed parts too),
+    and of module-level string constants (a grading template kept as a setting)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return 0
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+    ]
+    inside = sum(
+        len(node.value)
+        for body in found
+        for node in ast.walk(body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+    constants = sum(
+        len(node.value.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+    )
+    return inside + constants
+
+
+def judge_workload(
+    model: Workload, judging: Judging, judges: int, sampled: Sequence[int]
+) -> Workload:
+    """The judge calls and tokens of grading ``model``'s attempts with ``judges`` judges."""
+    attempts = model.tasks * model.trials
+    per_grading = judging.sites * (judges if judging.panel else 1)
+    calls = Span(attempts, attempts * per_grading, attempts * per_grading * 2)
+    mean_input = sum(sampled) / len(sampled) if sampled else 0.0
+    answer_chars = model.completion_tokens.expected / max(1, attempts) * CHARS_PER_TOKEN
+    per_call = (judging.template_chars + mean_input + answer_chars) / CHARS_PER_TOKEN
+    prompt = Span(
+        per_call * LOW * calls.low, per_call * calls.expected, per_call * HIGH * calls.high
+    )
+    cap = judging.max_tokens or DEFAULT_MAX_TOKENS
+    completion = Span(calls.low, calls.expected * max(1, cap // 4), calls.high * cap)
+    derivation = [
+        f"{attempts} grading(s), {per_grading} judge call(s) each expected ("
+        f"{judging.sites} judge call site(s) in the scorer"
+        + (f", each asked of the panel's {judges} judges" if judging.panel else "")
+        + "), up to twice that",
+        f"a judge prompt of ~{per_call:.0f} tokens: the scorer's grading text "
+        f"({judging.template_chars} characters), the row's input and the model's "
+        f"expected answer ({answer_chars:.0f} characters)",
+        f"a verdict of 1 to {cap} tokens, {max(1, cap // 4)} expected",
+    ]
+    return Workload(model.tasks, model.trials, calls, prompt, completion, derivation)

@@ -24,6 +24,18 @@ class CostRange(BaseModel):
     high: Money
 
 
+class JudgeEstimate(BaseModel):
+    """The judge calls a model-graded scorer would make, priced at the judges' rates."""
+
+    judges: list[SutRef]
+    calls: CountRange
+    prompt_tokens: CountRange
+    completion_tokens: CountRange
+    cost: CostRange
+    priced_by: str
+    derivation: list[str]
+
+
 class RunEstimate(BaseModel):
     """The model calls, tokens and spend a launch would take; nothing is launched."""
 
@@ -40,3 +52,6 @@ class RunEstimate(BaseModel):
     # How the figures were reached, a line a step.
     derivation: list[str]
     excludes: str
+    # A model-graded scorer's judge calls (``cost.judge`` once it runs); None when the
+    # scorer calls no judge.
+    judge: JudgeEstimate | None = None

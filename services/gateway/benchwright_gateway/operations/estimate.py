@@ -61,12 +61,15 @@ async def estimate(ports: LaunchPorts, account: str, body: LaunchRequest) -> Run
         raise Refused(400, "nothing to estimate", "the launch names no model or no tasks")
     total, rows = await _sample(ports, subset_id)
     tasks = _task_count(command, parent, total)
-    scorer = estimation.read_scorer(await _code(ports, impl_id))
+    code = await _code(ports, impl_id)
+    scorer = estimation.read_scorer(code)
     trials = int((command.trials.get("plan") or {}).get("k") or 1)
     found = estimation.workload(tasks, trials, scorer, estimation.input_chars(rows))
     prices = await ports.price(PriceModelCalls(sut=sut, usages=found.usages()))
     raise_for(prices.problem)
     low, expected, high = prices.micros
+    judges = command.judges or _parent_judges(parent)
+    judging = estimation.read_judging(code)
     return RunEstimate.model_validate(
         {
             "tasks": tasks,
@@ -78,9 +81,51 @@ async def estimate(ports: LaunchPorts, account: str, body: LaunchRequest) -> Run
             "cost": {"low": money(low), "expected": money(expected), "high": money(high)},
             "priced_by": prices.source,
             "derivation": found.derivation,
-            "excludes": "sandbox time and Driver work; model spend only",
+            "excludes": "sandbox time and Driver work; model and judge spend only",
+            "judge": (
+                await _judge_estimate(ports, found, judging, judges, rows)
+                if judging is not None and judges
+                else None
+            ),
         }
     )
+
+
+async def _judge_estimate(
+    ports: LaunchPorts,
+    model: estimation.Workload,
+    judging: estimation.Judging,
+    judges: list[SutRef],
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The judges' share of the estimate: calls split evenly over a panel's judges (the
+    first judge alone when the scorer grades with one), each priced at its own rates."""
+    found = estimation.judge_workload(model, judging, len(judges), estimation.input_chars(rows))
+    asked = judges if judging.panel else judges[:1]
+    totals = [0, 0, 0]
+    sources = set()
+    for judge in asked:
+        usages = [{k: round(v / len(asked)) for k, v in usage.items()} for usage in found.usages()]
+        prices = await ports.price(PriceModelCalls(sut=judge, usages=usages))
+        raise_for(prices.problem)
+        totals = [t + m for t, m in zip(totals, prices.micros, strict=True)]
+        sources.add(prices.source)
+    low, expected, high = totals
+    return {
+        "judges": judges,
+        "calls": found.calls.rounded(),
+        "prompt_tokens": found.prompt_tokens.rounded(),
+        "completion_tokens": found.completion_tokens.rounded(),
+        "cost": {"low": money(low), "expected": money(expected), "high": money(high)},
+        "priced_by": sources.pop() if len(sources) == 1 else "mixed",
+        "derivation": found.derivation,
+    }
+
+
+def _parent_judges(parent: RunRow | None) -> list[SutRef] | None:
+    if not parent or not parent.get("judges"):
+        return None
+    return [SutRef.model_validate(j) for j in json.loads(parent["judges"])]
 
 
 def _parent_sut(parent: RunRow | None) -> SutRef | None:
