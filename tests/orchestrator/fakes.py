@@ -311,6 +311,9 @@ class FakeStore:
     async def inherit_scorer(self, run: Run) -> None:
         return None
 
+    async def recorded_outputs(self, run: Run) -> dict[tuple[int, int], Any]:
+        return {}
+
 
 @dataclass
 class FakePlatform:

@@ -191,6 +191,9 @@ class AppStore:
     async def inherit_scorer(self, run: Run) -> None:
         return None
 
+    async def recorded_outputs(self, run: Run) -> dict[tuple[int, int], Any]:
+        return {}
+
 
 SOLVE = ScriptBook(
     {

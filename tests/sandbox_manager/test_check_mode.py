@@ -71,3 +71,32 @@ async def test_normal_mode_still_solves(sandboxes: SandboxService) -> None:
     )
     row = TaskOutcome.model_validate_json(result.stdout)
     assert (row.outcome, row.error_type) == ("err", "solve:AssertionError")
+
+
+async def test_a_rescore_line_scores_its_given_output_and_never_solves(
+    sandboxes: SandboxService,
+) -> None:
+    """A rescore's lines (``given_output``, one per trial) are scored as given; a line
+    without one still solves, so the mode is per line, not per runner."""
+    sandbox_id = await sandboxes.new_sandbox({"task_impl.py": SCORER, "tasks.jsonl": TASKS})
+    lines = [
+        {"index": 0, "trial": 0, "given_output": "4"},
+        {"index": 0, "trial": 1, "given_output": "5"},
+        {"index": 2, "trial": 0, "given_output": "partly 16"},
+        {"index": 1, "trial": 0},  # no given output: solve runs (and this one raises)
+    ]
+    result = await sandboxes.exec(
+        sandbox_id,
+        ["python", "-m", "bench_runner", "--concurrency", "2"],
+        stdin="".join(json.dumps(line) + "\n" for line in lines),
+    )
+    assert result.exit_code == 0, result.stderr
+    rows = {
+        (r.index, r.trial): r
+        for r in (TaskOutcome.model_validate_json(x) for x in result.stdout.splitlines())
+    }
+    assert len(rows) == len(lines)
+    assert (rows[(0, 0)].outcome, rows[(0, 0)].output) == ("pass", "4")
+    assert (rows[(0, 1)].outcome, rows[(0, 1)].output) == ("fail", "5")
+    assert (rows[(2, 0)].score, rows[(2, 0)].score_meta) == (0.5, {"why": "half"})
+    assert (rows[(1, 0)].outcome, rows[(1, 0)].error_type) == ("err", "solve:AssertionError")

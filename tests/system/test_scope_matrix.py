@@ -199,6 +199,13 @@ MATRIX: dict[tuple[str, str], Entry] = {
         owned=True,
         destructive=True,
     ),
+    ("POST", "/v1/runs/{run_id}/rescore"): Entry(
+        "runs:write",
+        "/v1/runs/{run}/rescore",
+        {"impl": "probe"},
+        owned=True,
+        destructive=True,
+    ),
     ("POST", "/v1/runs/{run_id}/halt"): Entry("runs:write", "/v1/runs/{run}/halt", owned=True),
     ("POST", "/v1/runs/{run_id}/resume"): Entry("runs:write", "/v1/runs/{run}/resume", owned=True),
     ("PATCH", "/v1/runs/{run_id}"): Entry(

@@ -145,6 +145,18 @@ class AsyncRuns:
         call = RunCalls.fork(run_id, description, from_phase, sut, driver, limits, idempotency_key)
         return await self._http.send(call)
 
+    async def rescore(
+        self,
+        run_id: str,
+        *,
+        impl: str,
+        limits: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """Score ``run_id``'s recorded outputs again with ``impl``; see ``Runs.rescore``."""
+        call = RunCalls.rescore(run_id, impl, limits, idempotency_key)
+        return await self._http.send(call)
+
     async def update(
         self,
         run_id: str,

@@ -191,6 +191,28 @@ class Runs:
         call = RunCalls.fork(run_id, description, from_phase, sut, driver, limits, idempotency_key)
         return self._http.send(call)
 
+    def rescore(
+        self,
+        run_id: str,
+        *,
+        impl: str,
+        limits: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """Score ``run_id``'s recorded outputs again with ``impl``, in a new run.
+
+        ``impl`` is another scorer of the same subset (an impl id). The new run's
+        ``parent_run_id`` is ``run_id``; it inherits the dataset, selection, trials and
+        model, and the model under test is never called: each task's output is the one
+        the parent recorded (a trial the parent recorded none for ends ``err``,
+        ``rescore:no_output``). ``compare(run_id, new.id)`` then lists exactly the tasks
+        the scorer grades differently. Refused: a run not finished ``ok``
+        (:class:`~benchwright.ConflictError`), one with no recorded output or an impl of
+        another subset (:class:`~benchwright.UnprocessableEntityError`, naming the field).
+        """
+        call = RunCalls.rescore(run_id, impl, limits, idempotency_key)
+        return self._http.send(call)
+
     def update(
         self,
         run_id: str,

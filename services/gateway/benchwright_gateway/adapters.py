@@ -103,6 +103,10 @@ class BusPorts:
         outcomes: dict[int, tuple[str, str]] = await self.ctx.read(views.latest_outcomes, run_id)
         return outcomes
 
+    async def recorded_outputs(self, run_id: str) -> int:
+        count: int = await self.ctx.read(views.recorded_outputs, run_id)
+        return count
+
     async def wait_for_run(
         self, run_id: str, until: Callable[[RunRow | None], bool] | None = None, tries: int = 100
     ) -> RunRow | None:

@@ -80,6 +80,10 @@ class RunViews(Protocol):
         """Row index -> (task id, outcome) of the run's latest sweep."""
         ...
 
+    async def recorded_outputs(self, run_id: str) -> int:
+        """How many tasks (or trials) of the run's latest sweep recorded an output."""
+        ...
+
     async def wait_for_run(
         self, run_id: str, until: Callable[[RunRow | None], bool] | None = None, tries: int = 100
     ) -> RunRow | None:

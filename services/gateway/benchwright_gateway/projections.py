@@ -647,6 +647,21 @@ def latest_outcomes(cur: ViewCursor, run_id: str) -> dict[int, tuple[str, str]]:
     return {int(r["idx"]): (r["task_id"], r["outcome"]) for r in cur.fetchall()}
 
 
+def recorded_outputs(cur: ViewCursor, run_id: str) -> int:
+    """How many tasks of the run's latest sweep recorded an output on their row (the
+    latest trial's), or, on a run of several trials, in any trial."""
+    found = 0
+    for table in (cur.table("tasks"), cur.table("trials")):
+        cur.execute(
+            f"SELECT COUNT(*) AS n FROM {table} WHERE run_id = ? AND output IS NOT NULL "
+            f"AND invocation = {_latest(table)}",
+            [run_id, run_id],
+        )
+        row = cur.fetchone()
+        found = max(found, int(row["n"]) if row else 0)
+    return found
+
+
 def get_task(cur: ViewCursor, run_id: str, invocation: int, index: int) -> dict[str, Any] | None:
     cur.execute(
         f"SELECT * FROM {cur.table('tasks')} WHERE run_id = ? AND invocation = ? AND idx = ?",

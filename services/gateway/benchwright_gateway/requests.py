@@ -430,3 +430,24 @@ class LabelRequest(BaseModel):
         if isinstance(value, str) and 0 < len(value) <= 500:
             return value
         raise ValueError("name the task by its index (0 or more), row id or task id")
+
+
+class RescoreRequest(BaseModel):
+    """``POST /v1/runs/{id}/rescore``: score the run's recorded outputs again with
+    ``impl`` (a scorer of the same subset), in a new run; the model is not called."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    impl: str = Field(min_length=1, max_length=300)
+    limits: dict[str, Any] | None = None
+    idempotency_key: str | None = Field(default=None, max_length=255)
+
+    @field_validator("impl")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_limits(value) if value is not None else None

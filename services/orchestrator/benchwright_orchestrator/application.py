@@ -24,6 +24,7 @@ from benchwright_orchestrator.domain import (
     TrialSweep,
 )
 from benchwright_orchestrator.plan import inherited_phases, replay_selection, selected_indices
+from benchwright_orchestrator.ports import RecordedTrial
 from benchwright_shared import subjects
 from benchwright_shared.contracts import LaunchRun, RunEvent
 from benchwright_shared.contracts.run_events import (
@@ -112,8 +113,8 @@ class RunsApplication(RelayedApplication):
     def launch(self, command: LaunchRun, default_backend: str = "local") -> tuple[Run, bool]:
         """Create the run for ``command``; (run, created). A repeat returns the stored run.
 
-        A replay or fork copies what it inherits from its parent into its own log
-        before anything else happens, so the run reads whole on its own. A replay
+        A replay, fork or rescore copies what it inherits from its parent into its own
+        log before anything else happens, so the run reads whole on its own. A replay
         whose ``subset_id`` is a newer snapshot than its parent's (a rolling subset
         that grew) records the parent's snapshot as ``replay.from_subset_id`` and
         inherits only the scorer: it fetches and sets up the current rows itself.
@@ -219,6 +220,28 @@ class RunsApplication(RelayedApplication):
         copy_artifacts(run, source_id, events, {phase}, by_type=True)
         return True
 
+    def recorded_outputs(self, run: Run) -> dict[tuple[int, int], RecordedTrial]:
+        """What a rescore scores: each (index, trial) of its parent's latest sweep, its
+        output (None where the parent recorded none) and the parent's error type."""
+        parent = self.find_run(run.parent_run_id) if run.parent_run_id else None
+        if parent is None or parent.account != run.account:
+            return {}
+        events, _, _ = self.run_events(
+            parent.run_id, types=["MaterializeTaskResult"], limit=10_000_000
+        )
+        latest = max((int(e.data.get("invocation", 1)) for e in events), default=0)
+        found: dict[tuple[int, int], RecordedTrial] = {}
+        for event in events:
+            data = event.data
+            if int(data.get("invocation", 1)) != latest:
+                continue
+            found[(int(data["index"]), int(data.get("trial", 0)))] = RecordedTrial(
+                task_id=str(data["task_id"]),
+                output=data.get("output"),
+                error_type=data.get("error_type"),
+            )
+        return found
+
     def _artifact_events(self, run_id: str) -> list[RunEvent]:
         events, _, _ = self.run_events(run_id, types=sorted(INHERITABLE), limit=100_000)
         return events
@@ -318,7 +341,8 @@ def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -
     """Copy the parent's artifacts up to the rewind point into ``run``'s log.
 
     Replay rewinds to Materialize but swaps the model, so it takes everything
-    except the model binding; a fork takes the phases before ``from_phase``.
+    except the model binding; a fork takes the phases before ``from_phase``; a
+    rescore takes the dataset and its selection, and sets up its own scorer.
     Only the last record of each kind counts (a restarted Atomize wrote several).
     A replay on a newer snapshot takes only the analysis now (so a fork of it can
     still rewind to Atomize): its Fetch and Setup record the current rows, and
@@ -332,6 +356,8 @@ def inherit(run: Run, parent: Run, events: list[RunEvent], command: LaunchRun) -
         # Atomize's artifacts follow the new ModelProxyArtifact, as they followed the
         # parent's: a replay of the same model then has the parent's fingerprint.
         phases = {"find", "fetch", "analyze", "setup"}
+    elif command.mode == "rescore":
+        phases = {"find", "fetch", "analyze"}
     else:
         phases = {"find", *inherited_phases(str((command.fork or {}).get("from_phase")))}
     copy_artifacts(run, parent.run_id, events, phases)

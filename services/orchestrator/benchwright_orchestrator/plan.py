@@ -6,7 +6,9 @@ there is no scorer to reuse; a replay rewinds to Materialize, so it runs only
 Attach (the new model), Materialize and Report, unless its rolling subset grew
 since the parent ran: then it fetches and sets up the current snapshot first
 (the scorer is still the parent's); a fork starts with the Fork phase and then
-runs its parent's plan from the rewind point on.
+runs its parent's plan from the rewind point on; a rescore inherits its parent's
+dataset and selection, sets up its own scorer, and sweeps the parent's recorded
+outputs through it (Attach only for a scorer's own calls: the model is never asked).
 """
 
 from typing import Any
@@ -68,6 +70,8 @@ def plan_phases(
         if new_snapshot:
             return ["fetch", "setup", "attach", "materialize", "report"]
         return ["attach", "materialize", "report"]
+    if mode == "rescore":
+        return ["setup", "attach", "materialize", "report"]
     if mode == "fork":
         if from_phase not in FORKABLE_PHASES:
             raise PlanError(

@@ -210,6 +210,15 @@ class Workspace(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class RecordedTrial:
+    """What a run's latest sweep recorded for one (task, trial): what a rescore scores."""
+
+    task_id: str
+    output: str | None
+    error_type: str | None = None
+
+
 class RunStore(Protocol):
     """Where the run's log is written."""
 
@@ -220,6 +229,10 @@ class RunStore(Protocol):
         ...
 
     async def inherit_scorer(self, run: Run) -> None: ...
+
+    async def recorded_outputs(self, run: Run) -> dict[tuple[int, int], RecordedTrial]:
+        """A rescore's parent's latest sweep, by (index, trial); empty without a parent."""
+        ...
 
 
 class Platform(Protocol):

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from benchwright_sandbox_manager.egress import egress_env
 from benchwright_sandbox_manager.ports import SandboxBackend, SandboxLimits
-from benchwright_shared.contracts import RunTasks, TaskOutcome
+from benchwright_shared.contracts import RunTasks, TaskOutcome, TaskSpec
 
 # Results are handed on in batches: by count, or after a short wait.
 BATCH_MAX = 200
@@ -55,6 +55,14 @@ def runner_argv(command: RunTasks) -> list[str]:
     ]
 
 
+def _line(task: TaskSpec) -> dict[str, object]:
+    """The runner's input line for a task: a rescore's carries the output to score."""
+    line: dict[str, object] = {"index": task.index, "trial": task.trial}
+    if task.given_output is not None:
+        line["given_output"] = task.given_output
+    return line
+
+
 Started = Callable[[int, int], None]
 STARTED_PREFIX = '{"started"'
 
@@ -73,7 +81,7 @@ async def sweep(
     the results before it were yielded. The runner also says when each task
     begins; ``on_started(index, trial)`` hears it (nothing is kept of it).
     """
-    stdin = [json.dumps({"index": t.index, "trial": t.trial}) for t in command.tasks]
+    stdin = [json.dumps(_line(t)) for t in command.tasks]
     waves = -(-len(command.tasks) // max(1, command.concurrency))
     wall = command.timeout_s * max(1, waves) + 60
     # The runner is one long process: its CPU allowance grows with its wall clock.

@@ -33,7 +33,8 @@ class LaunchRun(Contract):
     ``mode`` says which fields matter: ``natural_language`` carries ``request``
     (the benchmark is found by the Driver); ``pinned`` the resolved benchmark,
     subset and impl; ``replay`` and ``fork`` name ``parent_run_id`` and inherit
-    from its log.
+    from its log; ``rescore`` names ``parent_run_id`` and the ``impl_id`` that scores
+    the parent's recorded outputs again, without the model (decision 0062).
     """
 
     subject: ClassVar[str] = subjects.LAUNCH_RUN
@@ -41,7 +42,7 @@ class LaunchRun(Contract):
     command_id: str
     run_id: str
     account: str
-    mode: Literal["natural_language", "pinned", "replay", "fork"] = "pinned"
+    mode: Literal["natural_language", "pinned", "replay", "fork", "rescore"] = "pinned"
     benchmark_id: str | None = None
     benchmark_name: str | None = None
     subset_id: str | None = None
@@ -295,6 +296,9 @@ class TaskSpec(BaseModel):
 
     index: int
     trial: int = 0
+    # A rescore's: the output the parent run recorded for this (task, trial). The
+    # runner then scores it and never calls ``solve`` (no call to the model under test).
+    given_output: str | None = None
 
 
 class RunTasks(Contract):

@@ -35,7 +35,7 @@ class SutRef(_Data):
     api_base: str | None = None
 
 
-LaunchMode = Literal["natural_language", "pinned", "replay", "fork"]
+LaunchMode = Literal["natural_language", "pinned", "replay", "fork", "rescore"]
 
 
 class RunLaunched(_Data):
@@ -61,7 +61,8 @@ class RunLaunched(_Data):
     # What the launch asked for (``compute``) and the sandbox backend it resolved to.
     compute: str | None = None
     backend: str | None = None
-    # The run this one derives from (replay or fork): the registry's derived-from edge.
+    # The run this one derives from (replay, fork or rescore): the registry's derived-from
+    # edge. A rescore scores the parent's recorded outputs with ``impl_id`` (decision 0062).
     parent_run_id: str | None = None
     replay: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None

@@ -161,6 +161,17 @@ class RunCalls:
         return Call("POST", run_path(run_id, "fork"), parser(Run), json=body, headers=headers)
 
     @staticmethod
+    def rescore(
+        run_id: str,
+        impl: str,
+        limits: Mapping[str, Any] | None,
+        idempotency_key: str | None,
+    ) -> Call[Run]:
+        body = {"impl": impl, **present(limits=limits)}
+        headers = key_header(idempotency_key, fresh=True)
+        return Call("POST", run_path(run_id, "rescore"), parser(Run), json=body, headers=headers)
+
+    @staticmethod
     def update(
         run_id: str,
         visibility: str | None,

@@ -1,5 +1,5 @@
 """``/v1/runs`` launches and run changes: launch (natural language, pinned, replay,
-harness), fork, resume, review answers, visibility and deletion.
+harness), fork, rescore, resume, review answers, visibility and deletion.
 
 Each route parses, checks the caller's scope and calls one operation
 (``benchwright_gateway.operations``), which does the work over ``BusPorts``.
@@ -12,10 +12,11 @@ from fastapi import APIRouter, Depends, Header, Response
 from benchwright_gateway.adapters import BusPorts
 from benchwright_gateway.api.deps import Caller, Ctx
 from benchwright_gateway.operations import launch as launching
+from benchwright_gateway.operations import rescore as rescoring
 from benchwright_gateway.operations import steering
 from benchwright_gateway.operations.launch import Launched
 from benchwright_gateway.ports import LaunchPorts
-from benchwright_gateway.requests import ForkRequest, LaunchRequest, RunPatch
+from benchwright_gateway.requests import ForkRequest, LaunchRequest, RescoreRequest, RunPatch
 from benchwright_shared.api.launch import DeletedRun, Run
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -67,6 +68,24 @@ async def fork(
     caller.require("runs:write")
     forked = await launching.fork(ports, caller.account, run_id, body, idempotency_key)
     return answer(forked, response)
+
+
+@router.post(
+    "/{run_id}/rescore", status_code=201, response_model=Run, response_model_exclude_unset=True
+)
+async def rescore(
+    run_id: str,
+    body: RescoreRequest,
+    caller: Caller,
+    ports: Ports,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> Run:
+    """Score a finished run's recorded outputs again with ``impl`` (a scorer of the same
+    subset), in a new run derived from it; the model under test is not called."""
+    caller.require("runs:write")
+    rescored = await rescoring.rescore(ports, caller.account, run_id, body, idempotency_key)
+    return answer(rescored, response)
 
 
 @router.post(

@@ -5,6 +5,7 @@ resolves and sends over the ports in ``benchwright_gateway.ports``, and raises
 ``Refused`` for what it turns down. ``launch`` starts runs (pinned, natural
 language, replay, harness, fork), ``funds`` checks the money a launch needs,
 ``replay`` slices a parent's tasks, ``snapshots`` finds the rows a replay runs on,
+``rescore`` scores a finished run's outputs again with another scorer,
 ``steering`` resumes, answers, changes and deletes runs, ``estimate`` prices a
 launch before it runs, and ``runs`` finds the caller's run for them.
 """

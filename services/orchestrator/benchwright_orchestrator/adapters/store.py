@@ -6,7 +6,7 @@ from eventsourcing.persistence import RecordConflictError
 
 from benchwright_orchestrator.application import RunsApplication
 from benchwright_orchestrator.domain import Run
-from benchwright_orchestrator.ports import RunSuperseded
+from benchwright_orchestrator.ports import RecordedTrial, RunSuperseded
 from benchwright_shared.relay import Relay
 from benchwright_shared.store import BlockingStore
 
@@ -31,3 +31,9 @@ class StoredRuns:
 
     async def inherit_scorer(self, run: Run) -> None:
         await self.store.run(self.app.inherit_scorer, run)
+
+    async def recorded_outputs(self, run: Run) -> dict[tuple[int, int], RecordedTrial]:
+        found: dict[tuple[int, int], RecordedTrial] = await self.store.run(
+            self.app.recorded_outputs, run
+        )
+        return found

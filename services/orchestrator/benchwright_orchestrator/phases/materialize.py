@@ -14,6 +14,11 @@ The phase ends only when every selected pair is settled:
   ``MAX_SANDBOX_LOSSES`` times; then they end ``infra:sandbox_lost``);
 * a sweep that ends without reporting some pairs asks again for those
   (``MAX_RESENDS`` times; then ``infra:results_missing``).
+
+A rescore (decision 0062) sends each pair with the output its parent recorded
+(``TaskSpec.given_output``): the runner scores it and never calls ``solve``. A pair
+the parent has no output for ends ``err`` (``rescore:no_output``) without being sent,
+and the outputs go in sweeps of at most ``GIVEN_BYTES`` each, under the bus's cap.
 """
 
 import asyncio
@@ -34,6 +39,9 @@ MAX_RESENDS = 2
 SWEEP_SILENCE_S = 30.0
 
 Pair = tuple[int, int]
+# Given outputs one RunTasks command carries at most (the bus takes 1 MB a message).
+GIVEN_BYTES = 512 * 1024
+NO_OUTPUT = "rescore:no_output"
 
 
 async def materialize(ctx: PhaseContext) -> None:
@@ -56,11 +64,14 @@ async def materialize(ctx: PhaseContext) -> None:
         if run.record_results(results, batch_invocation):
             await ctx.save()
 
+    given: Given | None = None
+    if run.mode == "rescore":
+        given = await _given_outputs(ctx, indices, invocation)
     async with ctx.work.results(invocation, on_results) as feed:
         if mode == "fanout":
-            await _fanout(ctx, feed, model, indices)
+            await _fanout(ctx, feed, model, indices, given)
         else:
-            await _sequential(ctx, feed, model, indices)
+            await _sequential(ctx, feed, model, indices, given)
     left = run.sweep.unsent(indices)
     if left:  # every path above settles what it was given; this is a broken promise
         raise PhaseError("results_missing", f"{len(left)} task trials were never settled")
@@ -75,13 +86,74 @@ def _concurrency(ctx: PhaseContext, model: ModelAttached) -> int:
     return min(limit, model.max_concurrency or limit)
 
 
+Given = dict[Pair, str]
+
+
+async def _given_outputs(ctx: PhaseContext, indices: list[int], invocation: int) -> Given:
+    """A rescore's parent's outputs, by pair; the pairs it has none for are settled as
+    ``err`` here, naming why, and are never sent."""
+    recorded = await ctx.store.recorded_outputs(ctx.run)
+    given: Given = {}
+    missing: list[TaskOutcome] = []
+    parent = ctx.run.parent_run_id
+    for pair in ctx.run.sweep.unsent(indices):
+        found = recorded.get(pair)
+        if found is not None and found.output is not None:
+            given[pair] = found.output
+            continue
+        why = f" (it ended {found.error_type})" if found and found.error_type else ""
+        missing.append(
+            TaskOutcome(
+                index=pair[0],
+                trial=pair[1],
+                task_id=found.task_id if found else str(pair[0]),
+                outcome="err",
+                error_type=NO_OUTPUT,
+                error=f"run {parent} recorded no output for this task's trial {pair[1]}{why}: "
+                "there is nothing to rescore",
+            )
+        )
+    if missing and ctx.run.record_results(missing, invocation):
+        await ctx.save()
+    ctx.run.agent_text(
+        phase="materialize",
+        text=f"rescoring {len(given)} recorded outputs of run {parent} with "
+        f"{ctx.run.impl_id}; the model is not called"
+        + (f"; {len(missing)} task trials have no output" if missing else ""),
+    )
+    await ctx.save()
+    return given
+
+
+def _parts(pairs: list[Pair], given: Given | None) -> list[list[Pair]]:
+    """``pairs`` as the sweeps that carry them: one, or a rescore's under ``GIVEN_BYTES``."""
+    if given is None:
+        return [pairs]
+    parts: list[list[Pair]] = [[]]
+    size = 0
+    for pair in pairs:
+        weight = len(given.get(pair, "").encode())
+        if parts[-1] and size + weight > GIVEN_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(pair)
+        size += weight
+    return parts
+
+
 async def _sweep(
-    ctx: PhaseContext, feed: ResultFeed, sandbox_id: str, pairs: list[Pair], model: ModelAttached
+    ctx: PhaseContext,
+    feed: ResultFeed,
+    sandbox_id: str,
+    pairs: list[Pair],
+    model: ModelAttached,
+    given: Given | None = None,
 ) -> SweepEnded:
     """Send ``pairs`` to the sandbox and wait for the sweep's end (results come by the feed)."""
+    outputs = given or {}
     command_id = await feed.dispatch(
         sandbox_id,
-        [TaskSpec(index=i, trial=t) for i, t in pairs],
+        [TaskSpec(index=i, trial=t, given_output=outputs.get((i, t))) for i, t in pairs],
         concurrency=_concurrency(ctx, model),
         timeout_s=ctx.task_timeout_s,
         model=model,
@@ -121,13 +193,20 @@ async def _settle_as_errors(
 
 # -- sequential ---------------------------------------------------------------------------
 async def _sequential(
-    ctx: PhaseContext, feed: ResultFeed, model: ModelAttached, indices: list[int]
+    ctx: PhaseContext,
+    feed: ResultFeed,
+    model: ModelAttached,
+    indices: list[int],
+    given: Given | None = None,
 ) -> None:
     losses = resends = 0
     while pairs := ctx.run.sweep.unsent(indices):
         sandbox_id = await ctx.work.ensure_sandbox()
         try:
-            end = await _sweep(ctx, feed, sandbox_id, pairs, model)
+            for part in _parts(pairs, given):
+                end = await _sweep(ctx, feed, sandbox_id, part, model, given)
+                if end.error_type:
+                    break
         except SandboxLost as lost:
             await _lost(ctx, lost, pairs)
             losses += 1
@@ -142,7 +221,8 @@ async def _sequential(
             resends += 1
             ctx.run.agent_text(
                 phase="materialize",
-                text=f"the sandbox reported {end.completed} of {len(pairs)} task trials; "
+                text=f"the sandbox reported {len(pairs) - len(missing)} of {len(pairs)} "
+                "task trials; "
                 f"asking again for {len(missing)}",
             )
             if resends > MAX_RESENDS:
@@ -152,7 +232,11 @@ async def _sequential(
 
 # -- fanout -------------------------------------------------------------------------------
 async def _fanout(
-    ctx: PhaseContext, feed: ResultFeed, model: ModelAttached, indices: list[int]
+    ctx: PhaseContext,
+    feed: ResultFeed,
+    model: ModelAttached,
+    indices: list[int],
+    given: Given | None = None,
 ) -> None:
     """Each unfinished task in its own task sandbox, a bounded number at a time.
 
@@ -167,7 +251,7 @@ async def _fanout(
 
     async def worker() -> None:
         for index in queue:
-            await _fanout_task(ctx, feed, sandboxes, index, model)
+            await _fanout_task(ctx, feed, sandboxes, index, model, given)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -183,6 +267,7 @@ async def _fanout_task(
     sandboxes: "TaskSandboxes",
     index: int,
     model: ModelAttached,
+    given: Given | None = None,
 ) -> None:
     error_type, detail = "sandbox_crash", "the task sandbox finished without reporting this trial"
     losses = 0
@@ -190,7 +275,7 @@ async def _fanout_task(
         sandbox_id: str | None = None
         try:
             sandbox_id = await sandboxes.create()
-            end = await _sweep(ctx, feed, sandbox_id, pairs, model)
+            end = await _sweep(ctx, feed, sandbox_id, pairs, model, given)
             if end.error_type:
                 detail = f"the task sandbox crashed: {end.error_type}: {end.detail}"[:2000]
             break

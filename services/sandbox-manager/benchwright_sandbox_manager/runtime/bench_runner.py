@@ -8,6 +8,11 @@ object per finished task. The runner never dies with a task: an exception in
 ``{"index": i, "output": "<a reply>"}`` and each runs ``extract`` and ``score``
 only (no ``solve``), printing the same result rows. A Driver runs it over
 reference answers before a sweep: they should all pass.
+
+A rescore's line carries the output another run recorded, ``{"index": i, "trial": t,
+"given_output": "..."}``: that task is extracted and scored like any other (its model
+calls, a judge's, metered to it), but ``solve`` never runs, so the model under test is
+never called (decision 0062).
 """
 
 import argparse
@@ -56,16 +61,24 @@ def load_task(impl_path: str) -> Any:
 
 
 def run_one(
-    task: Any, data_path: str, index: int, trial: int, deadline: float | None = None
+    task: Any,
+    data_path: str,
+    index: int,
+    trial: int,
+    deadline: float | None = None,
+    given: str | None = None,
 ) -> dict[str, Any]:
-    """Extract, solve (one model call or more), score."""
+    """Extract, solve (one model call or more), score; with ``given`` (a rescore), score
+    that output instead of solving: the scorer's own calls (a judge's) are still metered."""
     from bench_task import begin_task, end_task, task_spend
 
+    if given is None:
+        stage, produce = "solve", lambda row: task.solve(index, row.get("input"))
+    else:
+        stage, produce = "rescore", lambda _row: given
     begin_task(index, trial, deadline)
     try:
-        result = _run(
-            task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
-        )
+        result = _run(task, data_path, index, trial, stage, produce)
         spend, over = task_spend()
         if spend is not None:
             result |= spend
@@ -219,7 +232,8 @@ def main() -> None:
                 result = check_one(task, args.data, index, trial, spec.get("output"))
             else:
                 deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
-                result = run_one(task, args.data, index, trial, deadline)
+                given = spec.get("given_output")
+                result = run_one(task, args.data, index, trial, deadline, given)
         finally:
             if watchdog is not None:
                 watchdog.cancel()

@@ -1,4 +1,5 @@
-"""``run launch`` and ``run fork``: start a run, then follow it to its verdict."""
+"""``run launch``, ``run fork`` and ``run rescore``: start a run, then follow it to its
+verdict."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ from ._group import (
     run_app,
 )
 
-__all__ = ["fork", "launch"]
+__all__ = ["fork", "launch", "rescore"]
 
 # The stream ends at PipelineFinished, but the run projection can trail the log by a
 # moment; this bounds how long we wait for it to catch up.
@@ -357,6 +358,49 @@ def fork(
             idempotency_key=key,
         )
         _attach(bw, forked, key, fmt, no_wait, checked_gate)
+
+
+@run_app.command("rescore")
+@handle_errors
+def rescore(
+    run_id: RunId,
+    impl: Annotated[
+        str,
+        typer.Option(
+            help="The scorer to grade the run's recorded outputs with: an impl id of the "
+            "same subset.",
+            show_default=False,
+        ),
+    ],
+    limit_to: LimitToOption = None,
+    gate: GateOption = None,
+    no_wait: NoWaitOption = False,
+    idempotency_key: IdempotencyOption = None,
+    fresh: FreshOption = False,
+    output: OutputOption = None,
+) -> None:
+    """Rescore a finished run: its recorded outputs graded by another scorer, in a new
+    run; the model is not called.
+
+    `benchwright run diff RUN NEW` then lists exactly the tasks graded differently.
+    Streams the new run like a launch (same exit codes).
+    """
+    checked_gate = _check_wait_flags(gate, no_wait)
+    key = _key(
+        "run rescore",
+        fresh,
+        idempotency_key,
+        {"run_id": run_id, "impl": impl, "limit_to": sorted(limit_to or [])},
+    )
+    fmt = output_format(output)
+    with get_client() as bw:
+        rescored = bw.runs.rescore(
+            resolve_run_id(bw, run_id),
+            impl=impl,
+            limits=parse_limits(limit_to or []) or None,
+            idempotency_key=key,
+        )
+        _attach(bw, rescored, key, fmt, no_wait, checked_gate)
 
 
 def _check_wait_flags(gate: str | None, no_wait: bool) -> Gate | RegressionGate | None:
