@@ -1644,6 +1644,7 @@ export interface components {
             labels: number;
             agreement: components["schemas"]["GraderAgreement"];
             corrected?: components["schemas"]["CorrectedFigure"] | null;
+            panel?: components["schemas"]["PanelFigures"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -2945,6 +2946,20 @@ export interface components {
             created_at?: string | null;
         };
         /**
+         * InterJudge
+         * @description An inter-rater coefficient over ``tasks`` tasks, or None with the reason.
+         */
+        InterJudge: {
+            /** Value */
+            value: number | null;
+            /** Tasks */
+            tasks: number;
+            /** Reason */
+            reason?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * Interval
          * @description A 95% interval around an estimate: ``wilson`` for a pass rate, a (cluster)
          *     bootstrap for a mean (``resamples`` drawn; ``clusters`` groups resampled whole).
@@ -3334,6 +3349,26 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * PanelFigures
+         * @description A panel of judges (``score_meta.panel``): each judge against people, and the
+         *     judges with each other over every task they graded (Fleiss' kappa, Krippendorff's
+         *     alpha, nominal and, the scales being ordered, ordinal).
+         */
+        PanelFigures: {
+            /** Categories */
+            categories: (string | number)[];
+            /** Judges */
+            judges: {
+                [key: string]: components["schemas"]["GraderAgreement"];
+            };
+            fleiss_kappa: components["schemas"]["InterJudge"];
+            alpha_nominal: components["schemas"]["InterJudge"];
+            alpha_ordinal?: components["schemas"]["InterJudge"] | null;
+            alpha_interval?: components["schemas"]["InterJudge"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * ParkedList
          * @description The messages a read model has set aside.
          */
@@ -3562,11 +3597,14 @@ export interface components {
         /**
          * RescoreRequest
          * @description ``POST /v1/runs/{id}/rescore``: score the run's recorded outputs again with
-         *     ``impl`` (a scorer of the same subset), in a new run; the model is not called.
+         *     ``impl`` (a scorer of the same subset) and, if named, another ``judge``, in a new
+         *     run; the model under test is not called.
          */
         RescoreRequest: {
             /** Impl */
             impl: string;
+            /** Judge */
+            judge?: components["schemas"]["SutIn"] | components["schemas"]["SutIn"][] | null;
             /** Limits */
             limits?: {
                 [key: string]: unknown;

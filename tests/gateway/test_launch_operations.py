@@ -154,6 +154,9 @@ class FakePorts:
     async def latest_outcomes(self, run_id: str) -> dict[int, tuple[str, str]]:
         return self.outcomes.get(run_id, {})
 
+    async def recorded_outputs(self, run_id: str) -> int:
+        return sum(1 for _, outcome in self.outcomes.get(run_id, {}).values() if outcome != "err")
+
     async def wait_for_run(
         self, run_id: str, until: Callable[[RunRow | None], bool] | None = None, tries: int = 100
     ) -> RunRow | None:

@@ -189,6 +189,11 @@ async def test_rescore_grades_the_parents_outputs_without_the_model(
     with pytest.raises(UnprocessableEntityError) as elsewhere:
         await bw.runs.rescore(parent.id, impl=other.id)
     assert elsewhere.value.field == "impl"
+    with pytest.raises(UnprocessableEntityError) as keyless:
+        await bw.runs.rescore(
+            parent.id, impl=loose.id, judge={"model": "j", "provider": "together"}
+        )
+    assert keyless.value.field == "judge.provider"
     with pytest.raises(UnprocessableEntityError) as made_up:
         await bw.runs.rescore(parent.id, impl="impl_nope")
     assert made_up.value.field == "impl"

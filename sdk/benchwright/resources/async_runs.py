@@ -150,11 +150,12 @@ class AsyncRuns:
         run_id: str,
         *,
         impl: str,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         limits: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Run:
         """Score ``run_id``'s recorded outputs again with ``impl``; see ``Runs.rescore``."""
-        call = RunCalls.rescore(run_id, impl, limits, idempotency_key)
+        call = RunCalls.rescore(run_id, impl, judge, limits, idempotency_key)
         return await self._http.send(call)
 
     async def update(

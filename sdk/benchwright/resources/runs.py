@@ -196,12 +196,15 @@ class Runs:
         run_id: str,
         *,
         impl: str,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         limits: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Run:
         """Score ``run_id``'s recorded outputs again with ``impl``, in a new run.
 
-        ``impl`` is another scorer of the same subset (an impl id). The new run's
+        ``impl`` is a scorer of the same subset (an impl id); ``judge`` (``{model,
+        provider, api_base?}``, or a list for a panel) replaces the parent's judges for
+        the scorer's judge calls. The new run's
         ``parent_run_id`` is ``run_id``; it inherits the dataset, selection, trials and
         model, and the model under test is never called: each task's output is the one
         the parent recorded (a trial the parent recorded none for ends ``err``,
@@ -210,7 +213,7 @@ class Runs:
         (:class:`~benchwright.ConflictError`), one with no recorded output or an impl of
         another subset (:class:`~benchwright.UnprocessableEntityError`, naming the field).
         """
-        call = RunCalls.rescore(run_id, impl, limits, idempotency_key)
+        call = RunCalls.rescore(run_id, impl, judge, limits, idempotency_key)
         return self._http.send(call)
 
     def update(

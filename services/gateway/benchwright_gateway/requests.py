@@ -171,6 +171,24 @@ class ReplayIn(BaseModel):
     only_failed: StrictBool = False
 
 
+def check_judge(value: SutIn | list[SutIn] | None) -> SutIn | list[SutIn] | None:
+    """A launch's (or a rescore's) ``judge``: one, or a panel of distinct judges."""
+    if isinstance(value, list):
+        if not 1 <= len(value) <= MAX_JUDGES:
+            raise ValueError(f"a panel has 1 to {MAX_JUDGES} judges")
+        ids = [f"{j.provider}/{j.model}" for j in value]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a panel names each judge once")
+    return value
+
+
+def judge_list(value: SutIn | list[SutIn] | None) -> list[SutIn]:
+    """``judge`` as a list (one judge, or a panel); empty when none."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def check_driver(value: str | None) -> str | None:
     """``builtin``, ``litellm``, or ``<provider>://<model>`` for the LLM Driver on that model."""
     if value is None or value in DRIVERS:
@@ -236,19 +254,11 @@ class LaunchRequest(BaseModel):
     @field_validator("judge")
     @classmethod
     def _judge(cls, value: SutIn | list[SutIn] | None) -> SutIn | list[SutIn] | None:
-        if isinstance(value, list):
-            if not 1 <= len(value) <= MAX_JUDGES:
-                raise ValueError(f"a panel has 1 to {MAX_JUDGES} judges")
-            ids = [f"{j.provider}/{j.model}" for j in value]
-            if len(set(ids)) != len(ids):
-                raise ValueError("a panel names each judge once")
-        return value
+        return check_judge(value)
 
     def judge_list(self) -> list[SutIn]:
         """``judge`` as a list (one judge, or a panel); empty when none."""
-        if self.judge is None:
-            return []
-        return list(self.judge) if isinstance(self.judge, list) else [self.judge]
+        return judge_list(self.judge)
 
     def hint_list(self) -> list[str]:
         """``hints`` as a list, whichever form it came in."""
@@ -434,11 +444,14 @@ class LabelRequest(BaseModel):
 
 class RescoreRequest(BaseModel):
     """``POST /v1/runs/{id}/rescore``: score the run's recorded outputs again with
-    ``impl`` (a scorer of the same subset), in a new run; the model is not called."""
+    ``impl`` (a scorer of the same subset) and, if named, another ``judge``, in a new
+    run; the model under test is not called."""
 
     model_config = ConfigDict(extra="forbid")
 
     impl: str = Field(min_length=1, max_length=300)
+    # Another judge (or panel) for the scorer's judge calls; None: the parent's.
+    judge: SutIn | list[SutIn] | None = None
     limits: dict[str, Any] | None = None
     idempotency_key: str | None = Field(default=None, max_length=255)
 
@@ -446,6 +459,15 @@ class RescoreRequest(BaseModel):
     @classmethod
     def _strip(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator("judge")
+    @classmethod
+    def _judge(cls, value: SutIn | list[SutIn] | None) -> SutIn | list[SutIn] | None:
+        return check_judge(value)
+
+    def judge_list(self) -> list[SutIn]:
+        """``judge`` as a list (one judge, or a panel); empty when none."""
+        return judge_list(self.judge)
 
     @field_validator("limits")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from httpx_sse import ServerSentEvent
@@ -164,10 +164,11 @@ class RunCalls:
     def rescore(
         run_id: str,
         impl: str,
+        judge: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
         limits: Mapping[str, Any] | None,
         idempotency_key: str | None,
     ) -> Call[Run]:
-        body = {"impl": impl, **present(limits=limits)}
+        body = {"impl": impl, **present(judge=judge, limits=limits)}
         headers = key_header(idempotency_key, fresh=True)
         return Call("POST", run_path(run_id, "rescore"), parser(Run), json=body, headers=headers)
 

@@ -23,7 +23,7 @@ from benchwright_gateway.operations.funds import check_funds
 from benchwright_gateway.operations.replay import replay_command
 from benchwright_gateway.operations.runs import owned_run
 from benchwright_gateway.ports import LaunchPorts, Registry, RunRow
-from benchwright_gateway.requests import ForkRequest, LaunchRequest, SutIn
+from benchwright_gateway.requests import ForkRequest, LaunchRequest, RescoreRequest, SutIn
 from benchwright_shared.agentic import MAX_TASKS
 from benchwright_shared.api.launch import Run
 from benchwright_shared.contracts import BenchmarkResolution, LaunchRun, ResolveBenchmark, SutRef
@@ -226,7 +226,7 @@ def checked_launch(ports: LaunchPorts, account: str, body: LaunchRequest, key: s
             "phase_models": body.phase_models or {},
             "cache": body.cache_setting(),
             "telemetry": body.telemetry_setting(),
-            "judges": await _judges(ports, account, body),
+            "judges": await checked_judges(ports, account, body),
         }
         if body.bridged():
             return await bridged_command(ports, account, body, common)
@@ -386,8 +386,10 @@ def placeholder(command: LaunchRun) -> RunRow:
     }
 
 
-async def _judges(ports: LaunchPorts, account: str, body: LaunchRequest) -> list[SutRef] | None:
-    """The launch's judges, each one a key reaches (else refused naming it)."""
+async def checked_judges(
+    ports: LaunchPorts, account: str, body: LaunchRequest | RescoreRequest
+) -> list[SutRef] | None:
+    """The launch's (or rescore's) judges, each one a key reaches (else refused naming it)."""
     judges = [judge for judge in map(_sut, body.judge_list()) if judge is not None]
     if not judges:
         return None

@@ -1,11 +1,11 @@
 """Rescoring: a finished run's recorded outputs scored again by another scorer of the
-same subset, in a new run derived from it; the model under test is not called
-(decision 0062)."""
+same subset (or the same one with another judge), in a new run derived from it; the
+model under test is not called (decision 0062)."""
 
 import json
 from datetime import UTC, datetime
 
-from benchwright_gateway.operations.launch import Launched, once
+from benchwright_gateway.operations.launch import Launched, checked_judges, once
 from benchwright_gateway.operations.runs import owned_run
 from benchwright_gateway.ports import LaunchPorts, RunRow
 from benchwright_gateway.requests import RescoreRequest
@@ -29,6 +29,7 @@ async def rescore(
             code="no_recorded_outputs",
         )
     impl_id = await _impl_of_subset(ports, account, parent, body.impl)
+    judges = await checked_judges(ports, account, body)
     key = key or body.idempotency_key
 
     async def start(child_id: str) -> LaunchRun:
@@ -39,6 +40,8 @@ async def rescore(
             mode="rescore",
             parent_run_id=run_id,
             impl_id=impl_id,
+            # None: the parent's judges (the orchestrator takes them from its run).
+            judges=judges,
             # The parent's model, dataset, selection, trials and backend come with it
             # (the orchestrator reads them from the parent's log).
             driver=parent.get("driver"),

@@ -372,6 +372,7 @@ def rescore(
             show_default=False,
         ),
     ],
+    judge: JudgeOption = None,
     limit_to: LimitToOption = None,
     gate: GateOption = None,
     no_wait: NoWaitOption = False,
@@ -379,8 +380,8 @@ def rescore(
     fresh: FreshOption = False,
     output: OutputOption = None,
 ) -> None:
-    """Rescore a finished run: its recorded outputs graded by another scorer, in a new
-    run; the model is not called.
+    """Rescore a finished run: its recorded outputs graded by another scorer (or by the
+    same one with another --judge), in a new run; the model is not called.
 
     `benchwright run diff RUN NEW` then lists exactly the tasks graded differently.
     Streams the new run like a launch (same exit codes).
@@ -390,13 +391,14 @@ def rescore(
         "run rescore",
         fresh,
         idempotency_key,
-        {"run_id": run_id, "impl": impl, "limit_to": sorted(limit_to or [])},
+        {"run_id": run_id, "impl": impl, "judge": judge or [], "limit_to": sorted(limit_to or [])},
     )
     fmt = output_format(output)
     with get_client() as bw:
         rescored = bw.runs.rescore(
             resolve_run_id(bw, run_id),
             impl=impl,
+            judge=parse_judges(judge or []),
             limits=parse_limits(limit_to or []) or None,
             idempotency_key=key,
         )
