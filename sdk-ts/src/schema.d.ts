@@ -2979,6 +2979,22 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * JudgeEstimate
+         * @description The judge calls a model-graded scorer would make, priced at the judges' rates.
+         */
+        JudgeEstimate: {
+            /** Judges */
+            judges: components["schemas"]["benchwright_shared__contracts__run_events__SutRef"][];
+            calls: components["schemas"]["CountRange"];
+            prompt_tokens: components["schemas"]["CountRange"];
+            completion_tokens: components["schemas"]["CountRange"];
+            cost: components["schemas"]["CostRange"];
+            /** Priced By */
+            priced_by: string;
+            /** Derivation */
+            derivation: string[];
+        };
+        /**
          * KappaFigure
          * @description A kappa, its bootstrap interval, and its large-sample standard error (or None
          *     with a ``reason``).
@@ -3816,6 +3832,7 @@ export interface components {
             derivation: string[];
             /** Excludes */
             excludes: string;
+            judge?: components["schemas"]["JudgeEstimate"] | null;
         };
         /**
          * RunEvent
