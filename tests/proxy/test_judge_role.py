@@ -148,3 +148,18 @@ async def test_a_judge_needing_a_key_nobody_holds_is_named(
         assert "unknown provider" in answer.missing[2]
     finally:
         await service.stop()
+
+
+def test_the_frozen_config_names_the_judges_and_is_unchanged_without_them() -> None:
+    import yaml
+
+    from benchwright_proxy.application import litellm_config_yaml
+
+    model = SutRef(model="m", provider="openrouter")
+    judge = SutRef(model="g", provider="openai_compatible", api_base="http://127.0.0.1:9/v1")
+    plain = litellm_config_yaml(model)
+    assert litellm_config_yaml(model, []) == plain
+    judged = yaml.safe_load(litellm_config_yaml(model, [judge]))["model_list"]
+    assert [m["model_name"] for m in judged] == ["openrouter/m", "openai_compatible/g"]
+    assert judged[1]["model_info"] == {"role": "judge"}
+    assert yaml.safe_load(plain)["model_list"] == judged[:1]

@@ -24,13 +24,22 @@ def model_id_for(sut: SutRef) -> str:
     return f"{sut.provider}/{sut.model}"
 
 
-def litellm_config_yaml(sut: SutRef) -> str:
-    """The proxy's configuration for this model, frozen into ``ModelProxyArtifact``."""
-    params: dict[str, Any] = {"model": model_id_for(sut)}
-    if sut.api_base:
-        params["api_base"] = sut.api_base
-    config = {"model_list": [{"model_name": model_id_for(sut), "litellm_params": params}]}
-    return yaml.safe_dump(config, sort_keys=True)
+def litellm_config_yaml(sut: SutRef, judges: list[SutRef] | None = None) -> str:
+    """The proxy's configuration for this model (and the run's judges after it, each
+    marked as one), frozen into ``ModelProxyArtifact``: so the run's fingerprint moves
+    with its judges, and a run without judges keeps the fingerprint it always had."""
+
+    def entry(model: SutRef, role: str | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": model_id_for(model)}
+        if model.api_base:
+            params["api_base"] = model.api_base
+        found: dict[str, Any] = {"model_name": model_id_for(model), "litellm_params": params}
+        if role is not None:
+            found["model_info"] = {"role": role}
+        return found
+
+    models = [entry(sut), *(entry(judge, "judge") for judge in judges or [])]
+    return yaml.safe_dump({"model_list": models}, sort_keys=True)
 
 
 class ProxyApplication(Application[uuid.UUID]):

@@ -211,7 +211,7 @@ class ProxyRuntime:
             proxy_url=self.settings.proxy_public_url or self.url,
             proxy_key=key,
             model_id=binding.model_id,
-            litellm_config_yaml=litellm_config_yaml(command.sut),
+            litellm_config_yaml=litellm_config_yaml(command.sut, command.judges),
             max_concurrency=max_concurrency(command.sut),
             egress=self.egress(binding.egress_key),
             judge_key=binding.judge_key,
