@@ -59,13 +59,48 @@ def run_one(
     task: Any, data_path: str, index: int, trial: int, deadline: float | None = None
 ) -> dict[str, Any]:
     """Extract, solve (one model call or more), score."""
+    return _attributed(
+        index,
+        trial,
+        deadline,
+        lambda: _run(
+            task,
+            data_path,
+            index,
+            trial,
+            "solve",
+            lambda row: task.solve(index, row.get("input")),
+        ),
+    )
+
+
+def check_one(
+    task: Any, data_path: str, index: int, trial: int, given: Any, deadline: float | None = None
+) -> dict[str, Any]:
+    """Extract and score an output given in advance: no model call. A scorer's judge
+    calls are the task's all the same (its call ids and spend), as in ``run_one``: a
+    rescore grades its parent's outputs this way."""
+
+    def output(_row: dict[str, Any]) -> Any:
+        if given is None:
+            raise ValueError(f"no output given for index {index}")
+        return given
+
+    return _attributed(
+        index, trial, deadline, lambda: _run(task, data_path, index, trial, "check", output)
+    )
+
+
+def _attributed(
+    index: int, trial: int, deadline: float | None, work: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """``work()``'s result row, its calls attributed to the task (their ids, the retry
+    deadline) and their spend added to it."""
     from bench_task import begin_task, end_task, task_spend
 
     begin_task(index, trial, deadline)
     try:
-        result = _run(
-            task, data_path, index, trial, "solve", lambda row: task.solve(index, row.get("input"))
-        )
+        result = work()
         spend, over = task_spend()
         if spend is not None:
             result |= spend
@@ -80,17 +115,6 @@ def run_one(
         return result
     finally:
         end_task()
-
-
-def check_one(task: Any, data_path: str, index: int, trial: int, given: Any) -> dict[str, Any]:
-    """Extract and score an output given in advance: no model call."""
-
-    def output(_row: dict[str, Any]) -> Any:
-        if given is None:
-            raise ValueError(f"no output given for index {index}")
-        return given
-
-    return _run(task, data_path, index, trial, "check", output)
 
 
 def _run(
@@ -215,10 +239,10 @@ def main() -> None:
             except RuntimeError:  # no thread to spare (the sandbox's process limit)
                 watchdog = None
         try:
+            deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
             if args.check:
-                result = check_one(task, args.data, index, trial, spec.get("output"))
+                result = check_one(task, args.data, index, trial, spec.get("output"), deadline)
             else:
-                deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
                 result = run_one(task, args.data, index, trial, deadline)
         finally:
             if watchdog is not None:
