@@ -17,6 +17,8 @@ SANDBOX_LOST = "infra:sandbox_lost"
 RESULTS_MISSING = "infra:results_missing"
 PROXY_UNREACHABLE = "infra:proxy_unreachable"
 PROVIDER_CRASHED = "infra:provider_crashed"
+# A scorer called a judge on a run that names none (the launch should have refused it).
+NO_JUDGE = "infra:no_judge"
 
 
 def is_infra_error(error_type: str | None) -> bool:

@@ -18,6 +18,12 @@ SHIPPED_MAX_TOKENS: dict[str, int | None] = {
     "multiple_choice": 64,
     "math": 256,
     "exact_match": 64,
+    # The model's answer; the judges' calls are theirs (JUDGE_PARAMS).
+    "judge_qa": 512,
+    "judge_fact": 512,
+    "judge_rubric": 512,
+    "judge_pairwise": 512,
+    "judge_panel": 512,
     "built_runner": None,
 }
 

@@ -1,10 +1,13 @@
 """The scorers Benchwright ships, one real Python file each, read as text.
 
 A scorer is a ``task_impl.py``: it runs in a work sandbox beside the runtime's
-``bench_task`` module, never in a service, so nothing imports these files. The
-registry ships them as the built-in catalog's scorers (and ``built_runner`` as the
-runner every BUILT subset's generated code ends in); the orchestrator's builtin
-Driver writes its scorer for a dataset from the file of that dataset's kind.
+``bench_task`` module (a model-graded one beside ``bench_judge`` too), never in a
+service, so nothing imports these files. The registry ships them as the built-in
+catalog's scorers (and ``built_runner`` as the runner every BUILT subset's generated
+code ends in); the orchestrator's builtin Driver writes its scorer for a dataset from
+the file of that dataset's kind. The model-graded ones (``JUDGE_SCORERS``) keep the
+judge's prompt, rubric and panel mode in their settings block (where a value may
+span lines).
 Ruff checks them like any other code, and ``scripts/test.sh`` type-checks them
 strictly beside ``bench_task``.
 
@@ -34,6 +37,7 @@ from functools import cache
 from importlib.resources import files
 
 __all__ = [
+    "JUDGE_SCORERS",
     "KIND_SCORERS",
     "SCORERS",
     "SETTINGS_END",
@@ -48,8 +52,11 @@ __all__ = [
 
 # The scorer of each kind the builtin Driver recognises (its file has a settings block).
 KIND_SCORERS = ("code", "function_call", "multiple_choice", "math", "exact_match")
-# Every scorer here: the kinds', and the runner of BUILT subsets.
-SCORERS = (*KIND_SCORERS, "built_runner")
+# The model-graded scorers: each grades with the run's judge through ``bench_judge``, its
+# prompt (and rubric, panel mode) in its settings block, so in its impl id.
+JUDGE_SCORERS = ("judge_qa", "judge_fact", "judge_rubric", "judge_pairwise", "judge_panel")
+# Every scorer here: the kinds', the judges', and the runner of BUILT subsets.
+SCORERS = (*KIND_SCORERS, *JUDGE_SCORERS, "built_runner")
 
 SETTINGS_START = "# -- settings"
 SETTINGS_END = "# -- end of settings --"
@@ -118,15 +125,26 @@ def parse_setting(line: str) -> tuple[str, ast.expr] | None:
 def read_settings(source: str) -> dict[str, object]:
     """The constants of ``source``'s settings block by name, as their literals say.
 
-    ``ValueError`` when the file has no one settings block, or a line of it does not
-    set one constant to a literal (the only lines the builtin Driver writes there).
+    A value may span lines (a judge scorer's prompt template or rubric); the builtin
+    Driver rewrites only kinds' blocks, whose values are one line each.
+
+    ``ValueError`` when the file has no one settings block, or a statement of it does
+    not set one constant to a literal.
     """
+    block = "".join(split_settings(source).lines)
+    try:
+        statements = ast.parse(block).body
+    except SyntaxError as exc:
+        raise ValueError(f"the settings block does not parse: {exc}") from exc
     values: dict[str, object] = {}
-    for line in split_settings(source).lines:
-        setting = parse_setting(line)
-        if setting is not None:
-            name, value = setting
-            values[name] = ast.literal_eval(value)
+    for statement in statements:
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            raise ValueError(f"a settings line must set one constant: {ast.unparse(statement)!r}")
+        values[statement.targets[0].id] = ast.literal_eval(statement.value)
     return values
 
 

@@ -1,5 +1,6 @@
-"""Files copied into every work sandbox: the scorer base class and its runner, and
-the Inspect harness's runner; and the launchers' shared code, shipped inside them.
+"""Files copied into every work sandbox: the scorer base class and its runner, the
+judge's grading mechanics (``bench_judge``), and the Inspect harness's runner; and
+the launchers' shared code, shipped inside them.
 
 The copied files run under the sandbox's interpreter with nothing but the
 standard library (``bench_inspect`` adds the harness's mounted libraries), so a
@@ -23,7 +24,13 @@ LIMITS_MODULE = f"{__name__}.command_limits"
 def runtime_files() -> dict[str, str]:
     """Name -> source text of every file a sandbox needs beside ``task_impl.py``."""
     here = files(__name__)
-    names = ("bench_task.py", "bench_runner.py", "bench_inspect.py", "bench_inspect_evals.py")
+    names = (
+        "bench_task.py",
+        "bench_judge.py",
+        "bench_runner.py",
+        "bench_inspect.py",
+        "bench_inspect_evals.py",
+    )
     return {name: here.joinpath(name).read_text() for name in names}
 
 

@@ -70,15 +70,41 @@ def run_one(
 ) -> dict[str, Any]:
     """Extract, solve (one model call or more), score; with ``given`` (a rescore), score
     that output instead of solving: the scorer's own calls (a judge's) are still metered."""
-    from bench_task import begin_task, end_task, task_spend
-
     if given is None:
         stage, produce = "solve", lambda row: task.solve(index, row.get("input"))
     else:
         stage, produce = "rescore", lambda _row: given
+    return _attributed(
+        index, trial, deadline, lambda: _run(task, data_path, index, trial, stage, produce)
+    )
+
+
+def check_one(
+    task: Any, data_path: str, index: int, trial: int, given: Any, deadline: float | None = None
+) -> dict[str, Any]:
+    """Extract and score an output given in advance (``--check``): no model call. A
+    scorer's judge calls are the task's all the same (its call ids and spend)."""
+
+    def output(_row: dict[str, Any]) -> Any:
+        if given is None:
+            raise ValueError(f"no output given for index {index}")
+        return given
+
+    return _attributed(
+        index, trial, deadline, lambda: _run(task, data_path, index, trial, "check", output)
+    )
+
+
+def _attributed(
+    index: int, trial: int, deadline: float | None, work: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """``work()``'s result row, its calls attributed to the task (their ids, the retry
+    deadline) and their spend added to it."""
+    from bench_task import begin_task, end_task, task_spend
+
     begin_task(index, trial, deadline)
     try:
-        result = _run(task, data_path, index, trial, stage, produce)
+        result = work()
         spend, over = task_spend()
         if spend is not None:
             result |= spend
@@ -93,17 +119,6 @@ def run_one(
         return result
     finally:
         end_task()
-
-
-def check_one(task: Any, data_path: str, index: int, trial: int, given: Any) -> dict[str, Any]:
-    """Extract and score an output given in advance: no model call."""
-
-    def output(_row: dict[str, Any]) -> Any:
-        if given is None:
-            raise ValueError(f"no output given for index {index}")
-        return given
-
-    return _run(task, data_path, index, trial, "check", output)
 
 
 def _run(
@@ -228,10 +243,10 @@ def main() -> None:
             except RuntimeError:  # no thread to spare (the sandbox's process limit)
                 watchdog = None
         try:
+            deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
             if args.check:
-                result = check_one(task, args.data, index, trial, spec.get("output"))
+                result = check_one(task, args.data, index, trial, spec.get("output"), deadline)
             else:
-                deadline = time.monotonic() + args.task_timeout if args.task_timeout else None
                 given = spec.get("given_output")
                 result = run_one(task, args.data, index, trial, deadline, given)
         finally:

@@ -9,7 +9,10 @@ A scorer implements three methods:
   a ``"score"`` key and any per-trial metadata beside it.
 
 The model is reachable only through the run's proxy: ``BW_MODEL_PROXY_URL`` (an
-OpenAI-compatible endpoint), ``BW_MODEL_MODEL`` and ``BW_MODEL_PROXY_KEY``.
+OpenAI-compatible endpoint), ``BW_MODEL_MODEL`` and ``BW_MODEL_PROXY_KEY``. A run
+with a judge also gets ``BW_JUDGE_PROXY_KEY`` (the same proxy, another key),
+``BW_JUDGE_MODEL`` (the first judge's id) and ``BW_JUDGE_MODELS`` (every judge's,
+as JSON); ``judge``/``judge_chat`` call one of them (``bench_judge`` grades with them).
 
 A call the platform failed (the proxy unreachable or cut off mid-answer, a 503
 from it) is made again with growing pauses, within the task's own ceiling, under
@@ -55,6 +58,14 @@ class LimitExceededError(ModelCallError):
         self.task_error_type = f"limit_exceeded:{ceiling}"
 
 
+class JudgeUnavailableError(ModelCallError):
+    """The run has no judge (no ``BW_JUDGE_PROXY_KEY``) but its scorer called one. The
+    platform should have refused to start such a run, so this is its failure, not the
+    model's: retrying the task cannot help, and the summary counts it apart."""
+
+    infra_error = "infra:no_judge"
+
+
 def _call_failed(status: int, raw: bytes) -> ModelCallError:
     detail = raw.decode(errors="replace")[:500]
     try:
@@ -81,67 +92,101 @@ _RETRYABLE = (ConnectionError, http.client.HTTPException, socket.timeout, OSErro
 
 
 def begin_task(index: int, trial: int, deadline: float | None) -> None:
-    """Called by the runner before a task's ``solve``: calls made now belong to it."""
-    _task.index, _task.trial, _task.deadline, _task.calls = index, trial, deadline, 0
+    """Called by the runner before a task's ``solve`` (``score``, with ``--check``): calls
+    made now belong to it."""
+    _task.index, _task.trial, _task.deadline = index, trial, deadline
+    _task.calls = _task.judge_calls = 0
     _task.spend, _task.over = None, None
 
 
 def end_task() -> None:
     _task.index = _task.trial = _task.deadline = None
-    _task.calls = 0
+    _task.calls = _task.judge_calls = 0
     _task.spend, _task.over = None, None
 
 
 def task_spend() -> tuple[dict[str, int] | None, str | None]:
-    """What this trial's model calls cost, summed from the proxy's stamps (None when no
-    answer carried one), and the ceiling the proxy said the task went over, if any."""
+    """What this trial's calls cost, summed from the proxy's stamps (None when no answer
+    carried one), and the ceiling the proxy said the task went over, if any.
+
+    ``cost_micros``, the tokens and ``calls`` count every metered call, the judge's
+    too (the proxy's task ceilings add them up the same way); when a judge answered,
+    ``judge_cost_micros`` and the other ``judge_`` keys say how much of it was the
+    judge's. A task that called no judge has no ``judge_`` key.
+    """
     return getattr(_task, "spend", None), getattr(_task, "over", None)
 
 
 # An answer's cost stamp (the proxy's ``x-benchwright-*`` headers) -> the spend key.
+_COST_STAMP = "x-benchwright-call-cost-micros"
 _STAMPS = {
-    "x-benchwright-call-cost-micros": "cost_micros",
+    _COST_STAMP: "cost_micros",
     "x-benchwright-call-prompt-tokens": "prompt_tokens",
     "x-benchwright-call-completion-tokens": "completion_tokens",
 }
+_SPEND_KEYS = (*_STAMPS.values(), "calls", "cached_calls")
 
 
-def note_stamp(headers: Any) -> None:
-    """Add one answer's cost stamp to the task the calling thread works on."""
+def note_stamp(headers: Any, role: str = "model") -> None:
+    """Add one answer's cost stamp to the task the calling thread works on (a judge's
+    answer, ``role="judge"``, to its ``judge_`` keys as well)."""
     if getattr(_task, "index", None) is None:
         return
-    found = {key: headers.get(name) for name, key in _STAMPS.items()}
-    if found["cost_micros"] is None:
+    if headers.get(_COST_STAMP) is None:
         return  # a streamed answer, or a proxy that does not stamp
-    spend = _task.spend = _task.spend or dict.fromkeys(
-        (*_STAMPS.values(), "calls", "cached_calls"), 0
-    )
+    found = {key: int(headers.get(name) or 0) for name, key in _STAMPS.items()}
+    found["calls"] = 1
+    found["cached_calls"] = int(headers.get("x-benchwright-cache") == "hit")
+    spend = _task.spend = _task.spend or dict.fromkeys(_SPEND_KEYS, 0)
     for key, value in found.items():
-        spend[key] += int(value or 0)
-    spend["calls"] += 1
-    if headers.get("x-benchwright-cache") == "hit":
-        spend["cached_calls"] += 1
+        spend[key] += value
+        if role == "judge":
+            spend[f"judge_{key}"] = spend.get(f"judge_{key}", 0) + value
     over = headers.get("x-benchwright-limit-exceeded")
     if over:
         _task.over = over
 
 
-def call_headers(body: bytes) -> dict[str, str]:
+def call_headers(body: bytes, role: str = "model") -> dict[str, str]:
     """The headers naming this call: its task, trial and its place among the task's calls.
 
     The call id repeats when a task runs again after a sandbox was lost, and the
-    proxy serves a repeat with the same body from its record.
+    proxy serves a repeat with the same body from its record. A judge's calls are
+    numbered apart (``<index>.<trial>.j<n>``), so a scorer that starts calling a
+    judge never moves the ids of the model's calls, which replays and rescores
+    match by.
     """
     index = getattr(_task, "index", None)
     if index is None:
         return {"X-Benchwright-Call-Id": "adhoc." + hashlib.sha256(body).hexdigest()[:16]}
-    _task.calls += 1
     trial = _task.trial
+    if role == "judge":
+        _task.judge_calls += 1
+        call = f"j{_task.judge_calls}"
+    else:
+        _task.calls += 1
+        call = str(_task.calls)
     return {
         "X-Benchwright-Task": str(index),
         "X-Benchwright-Trial": str(trial),
-        "X-Benchwright-Call-Id": f"{index}.{trial}.{_task.calls}",
+        "X-Benchwright-Call-Id": f"{index}.{trial}.{call}",
     }
+
+
+def judge_models() -> list[str]:
+    """The run's judges' model ids, the default first (``BW_JUDGE_MODELS``, else
+    ``BW_JUDGE_MODEL``); empty when the run has no judge."""
+    listed = os.environ.get("BW_JUDGE_MODELS")
+    if listed:
+        try:
+            models = json.loads(listed)
+        except ValueError:
+            models = None
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise JudgeUnavailableError(f"BW_JUDGE_MODELS is not a JSON list of ids: {listed!r}")
+        return models
+    first = os.environ.get("BW_JUDGE_MODEL")
+    return [first] if first else []
 
 
 def retry_deadline() -> float:
@@ -211,7 +256,12 @@ def patch_requests() -> None:
             return original(self, method, url, *args, **kwargs)
         payload = kwargs.get("json", kwargs.get("data")) or b""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        kwargs["headers"] = {**(kwargs.get("headers") or {}), **call_headers(body)}
+        given = kwargs.get("headers") or {}
+        # A call with the judge key is the judge's: numbered and metered as such.
+        judge_key = os.environ.get("BW_JUDGE_PROXY_KEY")
+        authorization = next((v for k, v in given.items() if k.lower() == "authorization"), "")
+        role = "judge" if judge_key and authorization == f"Bearer {judge_key}" else "model"
+        kwargs["headers"] = {**given, **call_headers(body, role)}
         deadline = retry_deadline()
         pause, attempts = 0.25, 0
         while True:
@@ -219,7 +269,7 @@ def patch_requests() -> None:
             try:
                 response = original(self, method, url, *args, **kwargs)
                 if response.status_code != 503:
-                    note_stamp(response.headers)
+                    note_stamp(response.headers, role)
                     return response
                 failure = "answered 503"
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
@@ -268,43 +318,83 @@ class BenchTask:
                     self._rows = [json.loads(line) for line in f if line.strip()]
             return self._rows
 
+    def row_input(self, index: int) -> Any:
+        """Row ``index``'s input as the default ``extract`` read it (None when no rows
+        are loaded): ``score`` gets only the output and the expected answer, and a
+        judge needs the question too, also when the output was given (``--check``)."""
+        rows = self._rows
+        return rows[index].get("input") if rows is not None and 0 <= index < len(rows) else None
+
     def chat(self, messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
         """POST a chat completion to the run's model proxy and return the JSON body.
 
         Retried while the proxy is unreachable, cuts the answer off or answers 503,
         up to the task's deadline; then ``ModelUnavailableError``.
         """
-        url = os.environ["BW_MODEL_PROXY_URL"].rstrip("/") + "/v1/chat/completions"
         body = {"model": os.environ.get("BW_MODEL_MODEL", ""), "messages": messages, **params}
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", **call_headers(data)}
-        key = os.environ.get("BW_MODEL_PROXY_KEY")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        timeout = float(os.environ.get("BW_MODEL_TIMEOUT", "600"))
-        deadline = retry_deadline()
-        pause, attempts = 0.25, 0
-        while True:
-            attempts += 1
-            try:
-                status, raw, answered = _post_json(url, data, headers, timeout)
-                failure = f"answered {status}" if status == 503 else None
-            except _RETRYABLE as exc:
-                failure, status, raw = f"{type(exc).__name__}: {exc}", 0, b""
-            if failure is None:
-                break
-            wait = pause * (0.5 + random.random())
-            if time.monotonic() + wait >= deadline:
-                raise ModelUnavailableError(f"the model proxy failed {attempts} times: {failure}")
-            time.sleep(wait)
-            pause = min(pause * 2, RETRY_PAUSE_MAX_S)
-        if status >= 400:
-            raise _call_failed(status, raw)
-        note_stamp(answered)
-        reply: dict[str, Any] = json.loads(raw)
-        return reply
+        return _proxy_chat(body, os.environ.get("BW_MODEL_PROXY_KEY"), "model")
 
     def complete(self, prompt: str, **params: Any) -> str:
         """One user message in, the assistant's text out."""
-        reply = self.chat([{"role": "user", "content": prompt}], **params)
-        return reply["choices"][0]["message"].get("content") or ""
+        return _text(self.chat([{"role": "user", "content": prompt}], **params))
+
+    def judge_chat(
+        self, messages: list[dict[str, Any]], *, judge: str | None = None, **params: Any
+    ) -> dict[str, Any]:
+        """POST a chat completion to the run's judge (``judge``: one of ``judge_models()``,
+        the first by default) through the same proxy, with the judge key; the JSON body.
+
+        Retried as ``chat`` is. ``JudgeUnavailableError`` when the run has no judge.
+        """
+        key = os.environ.get("BW_JUDGE_PROXY_KEY")
+        if not key:
+            raise JudgeUnavailableError(
+                "the scorer calls a judge but the run names none (no BW_JUDGE_PROXY_KEY): "
+                "launch it with a judge"
+            )
+        model = judge or next(iter(judge_models()), None)
+        # With no id known, the body names none and the proxy takes the first judge.
+        body = {**({"model": model} if model else {}), "messages": messages, **params}
+        return _proxy_chat(body, key, "judge")
+
+    def judge(self, prompt: str, *, judge: str | None = None, **params: Any) -> str:
+        """One user message to the judge in, its text out (see ``judge_chat``)."""
+        return _text(self.judge_chat([{"role": "user", "content": prompt}], judge=judge, **params))
+
+
+def _text(reply: dict[str, Any]) -> str:
+    """The assistant's text in a chat completion ("" when it has none)."""
+    text: str = reply["choices"][0]["message"].get("content") or ""
+    return text
+
+
+def _proxy_chat(body: dict[str, Any], key: str | None, role: str) -> dict[str, Any]:
+    """POST ``body`` to the proxy's chat completions with ``key``, as ``role``'s call;
+    retried while the platform fails it, up to the task's deadline."""
+    url = os.environ["BW_MODEL_PROXY_URL"].rstrip("/") + "/v1/chat/completions"
+    data = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", **call_headers(data, role)}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    timeout = float(os.environ.get("BW_MODEL_TIMEOUT", "600"))
+    deadline = retry_deadline()
+    pause, attempts = 0.25, 0
+    while True:
+        attempts += 1
+        try:
+            status, raw, answered = _post_json(url, data, headers, timeout)
+            failure = f"answered {status}" if status == 503 else None
+        except _RETRYABLE as exc:
+            failure, status, raw = f"{type(exc).__name__}: {exc}", 0, b""
+        if failure is None:
+            break
+        wait = pause * (0.5 + random.random())
+        if time.monotonic() + wait >= deadline:
+            raise ModelUnavailableError(f"the model proxy failed {attempts} times: {failure}")
+        time.sleep(wait)
+        pause = min(pause * 2, RETRY_PAUSE_MAX_S)
+    if status >= 400:
+        raise _call_failed(status, raw)
+    note_stamp(answered, role)
+    reply: dict[str, Any] = json.loads(raw)
+    return reply
