@@ -618,9 +618,13 @@ async def test_a_judged_scorer_is_estimated_with_its_judges_calls() -> None:
     judged = [q for q in ports.asked if isinstance(q, PriceModelCalls) and q.sut.model == "grader"]
     assert len(judged) == 1
     assert found.judge.cost.high.amount_usd == 3.0  # the fake proxy's price
-    # The scorer without a judge named: no judge section, nothing asked of one.
-    plain = await estimating.estimate(ports, ACCOUNT, body(benchmark="GSM8K", sut=SUT))
-    assert plain.judge is None
+    # The scorer without a judge named: refused, as its launch would be.
+    unjudged = body(benchmark="GSM8K", sut=SUT)
+    refusal = await refused(estimating.estimate(ports, ACCOUNT, unjudged))
+    assert (refusal.status, refusal.field, refusal.code) == (422, "judge", "judge_required")
+    refusal = await refused(launching.launch(ports, ACCOUNT, unjudged, None))
+    assert refusal.field == "judge"
+    assert not ports.launched()
 
 
 async def test_an_estimate_refuses_a_request_and_raises_a_service_s_problem() -> None:

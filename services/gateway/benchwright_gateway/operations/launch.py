@@ -26,10 +26,17 @@ from benchwright_gateway.ports import LaunchPorts, Registry, RunRow
 from benchwright_gateway.requests import ForkRequest, LaunchRequest, RescoreRequest, SutIn
 from benchwright_shared.agentic import MAX_TASKS
 from benchwright_shared.api.launch import Run
-from benchwright_shared.contracts import BenchmarkResolution, LaunchRun, ResolveBenchmark, SutRef
+from benchwright_shared.contracts import (
+    BenchmarkResolution,
+    GetImpl,
+    LaunchRun,
+    ResolveBenchmark,
+    SutRef,
+)
 from benchwright_shared.contracts.queries import CheckProviderKeys
 from benchwright_shared.contracts.registry import ReadSubset
 from benchwright_shared.ids import new_run_id
+from benchwright_shared.judging import uses_judge
 from benchwright_shared.refusal import Refused
 from benchwright_shared.scoring import DEFAULT_TRIALS
 
@@ -269,6 +276,8 @@ async def pinned_command(
             field="harness",
             code="agentic_subset_needs_harbor",
         )
+    if not common.get("judges") and resolution.impl_id:
+        await _refuse_unjudged(registry, resolution.impl_id)
     if body.trials is None and resolution.default_trials:
         common = {**common, "trials": resolution.default_trials}
     if resolution.task_timeout_s:
@@ -401,6 +410,21 @@ async def checked_judges(
             422, "the judge cannot be called", why, field=field, code="missing_credentials"
         )
     return judges
+
+
+async def _refuse_unjudged(registry: Registry, impl_id: str) -> None:
+    """Refuse a scorer that grades with a judge when the launch names none: every task
+    would end ``infra:no_judge`` after paying for the model's answer."""
+    found = await registry.impl(GetImpl(impl_id=impl_id))
+    if found.code and uses_judge(found.code):
+        raise Refused(
+            422,
+            "the scorer needs a judge",
+            f"impl {impl_id} grades with a judge (it calls self.judge or bench_judge): "
+            "name one with 'judge' ({model, provider}) or a panel as a list",
+            field="judge",
+            code="judge_required",
+        )
 
 
 def _sut(body: SutIn | None) -> SutRef | None:
