@@ -5,9 +5,11 @@ scorer written by a user grades each answer by calling ``self.judge`` (never a k
 of its own). The judge is a fake whose grade is a pure function of the prompt: C
 when the answer's last number is the reference, P when it is one off, I otherwise.
 So the run's grades are exactly what the script implies, its judge calls are
-exactly one per task, metered as ``cost.judge`` beside ``cost.model``; a second run
-over the same answers asks the judge nothing (its answers are cached), and a scorer
-that calls a judge is refused at launch when the run names none."""
+exactly one per distinct answer, metered as ``cost.judge`` beside ``cost.model``; a
+second run over the same answers asks the judge nothing (its answers are cached); a
+rescore by a second, lenient judge asks the model nothing and differs from the first
+run in exactly the off-by-one tasks; and a scorer that calls a judge is refused at
+launch when the run names none."""
 
 import re
 from typing import Any
@@ -59,6 +61,12 @@ def scripted_judge(prompt: str) -> str:
     gap = abs(int(numbers[-1]) - int(reference.group(1)))
     grade = "C" if gap == 0 else "P" if gap == 1 else "I"
     return f"The answer is {numbers[-1]}, the reference {reference.group(1)}. GRADE: {grade}"
+
+
+def lenient_judge(prompt: str) -> str:
+    """Another scripted judge: one off is as good as right."""
+    verdict = scripted_judge(prompt)
+    return verdict.replace("GRADE: P", "GRADE: C")
 
 
 def wanted_grades() -> dict[int, str]:
@@ -134,6 +142,29 @@ async def test_a_scripted_judge_grades_a_run_exactly_and_is_metered_and_cached(
         rerun = await settled_cost(bw, again.id, len(ROWS))
         assert rerun.cost is not None and rerun.cost.judge is not None
         assert rerun.cost.judge.amount_usd == 0
+
+        # Rescored by another judge: the same outputs, the same impl; the model is not
+        # asked, and the diff is exactly the tasks the lenient judge grades otherwise.
+        asked = model.state["calls"]
+        lenient = FakeOpenAIServer(lenient_judge).start()
+        try:
+            other = {"model": "lenient", "provider": "openai_compatible"}
+            child = await bw.runs.rescore(
+                first.id, impl=impl.id, judge={**other, "api_base": lenient.base_url}
+            )
+            rescored = await bw.runs.wait(child.id, timeout=180, poll_interval=0.2)
+            assert rescored.status == "ok", rescored.error
+            assert model.state["calls"] == asked
+            assert lenient.state["calls"] == distinct
+        finally:
+            lenient.stop()
+        compared = await bw.runs.compare(first.id, child.id)
+        off_by_one = sorted(ROWS[i]["task_id"] for i, g in wanted_grades().items() if g == "P")
+        assert sorted(c.task_id for c in compared.changes) == off_by_one
+        assert all(c.change == "fixed" for c in compared.changes)
+        # The same impl, another judge: another fingerprint.
+        assert rescored.fingerprint and done.fingerprint
+        assert rescored.fingerprint != done.fingerprint
     finally:
         model.stop()
         judge.stop()
