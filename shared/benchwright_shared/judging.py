@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchwright_shared.scorers import read_settings
+from benchwright_shared.scorers import read_recipe, read_settings
 
 __all__ = [
     "RUBRIC_SETTING",
@@ -39,11 +39,19 @@ def uses_judge(code: str) -> bool:
     ``self.judge(...)``/``self.judge_chat(...)`` (or ``super()``'s), or names the judge
     key's variable (a scorer posting with ``requests`` itself). Read from the syntax
     tree, so a mention in a comment or a docstring does not count. Code that does not
-    parse calls nothing: False (it is refused elsewhere as code)."""
+    parse calls nothing: False (it is refused elsewhere as code). A BUILT subset's
+    generated code holds the runner for every grading: its ``RECIPE`` says whether this
+    one is graded by a judge."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return False
+    try:
+        recipe = read_recipe(code)
+    except (ValueError, SyntaxError):
+        recipe = None
+    if recipe is not None:
+        return recipe.get("grading") == "judge"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(
             alias.name.split(".")[0] == JUDGE_MODULE for alias in node.names

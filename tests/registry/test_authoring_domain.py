@@ -264,3 +264,19 @@ def test_a_slug_names_one_live_subset() -> None:
     bm.release_slug("v1")
     bm.claim_slug("v1", "sub_2")
     assert bm.subsets == {"v1": "sub_2"}
+
+
+def test_a_scorer_whose_rubric_cannot_grade_is_refused_naming_the_weight() -> None:
+    from benchwright_shared.scorers import scorer_source
+
+    shipped = scorer_source("judge_rubric")
+    check_code(shipped)  # the shipped rubric holds up
+    start = shipped.index("RUBRIC = ")
+    end = shipped.index("\n]", start) + 2
+    broken = shipped[:start] + 'RUBRIC = [{"criterion": "a", "weight": 1}, ' + (
+        '{"criterion": "b", "weight": -2}]' + shipped[end:]
+    )
+    with pytest.raises(Refused) as exc:
+        check_code(broken)
+    assert exc.value.status == 422 and exc.value.field == "code.RUBRIC[1].weight"
+    assert exc.value.code == "invalid_rubric"

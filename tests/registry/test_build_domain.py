@@ -72,7 +72,27 @@ def test_a_recipe_is_complete_and_has_one_spelling() -> None:
         ({"temperature": 3}, "config.temperature", "from 0 to 2"),
         ({"max_tokens": 0}, "config.max_tokens", "or null"),
         ({"aggregator": "best_of"}, "config.aggregator", "any_pass, all_pass, mean, majority_on"),
-        ({"grading": "fuzzy"}, "config.grading", "exact, numeric, contains, regex"),
+        ({"grading": "fuzzy"}, "config.grading", "exact, numeric, contains, regex, judge"),
+        ({"grading": "judge"}, "config.rubric", "non-empty list"),
+        (
+            {"grading": "judge", "rubric": [{"criterion": "cites", "weight": -1}]},
+            "config.rubric[0].weight",
+            ">= 0",
+        ),
+        (
+            {
+                "grading": "judge",
+                "rubric": [{"criterion": "a", "weight": 0}, {"criterion": "b", "weight": 0.0}],
+            },
+            "config.rubric",
+            "sum to 0",
+        ),
+        (
+            {"grading": "judge", "rubric": [{"criterion": "a"}, {"criterion": "b", "weight": "2"}]},
+            "config.rubric[1].weight",
+            "must be a number",
+        ),
+        ({"rubric": [{"criterion": "a"}]}, "config.rubric", "only with grading 'judge'"),
         ({"extraction": "pattern"}, "config.answer_pattern", "needs an answer_pattern"),
         (
             {"extraction": "full", "answer_pattern": "x"},
@@ -120,6 +140,37 @@ def test_default_trials_follow_the_recipe() -> None:
     }
     voted = default_trials(check_recipe({"trials": 5, "aggregator": "majority_on"}))
     assert voted == {"plan": {"k": 5}, "aggregator": {"name": "majority_on", "field": "answer"}}
+
+
+RUBRIC = [{"criterion": "States the sum", "weight": 2}, {"criterion": "Shows the working"}]
+
+
+def test_a_judge_graded_recipe_holds_its_rubric_and_moves_its_impl_when_it_changes() -> None:
+    plain = check_recipe(SUMS)
+    assert "rubric" not in plain  # a recipe that does not use it keeps its code
+    judged = check_recipe({**SUMS, "grading": "judge", "rubric": RUBRIC})
+    assert judged["rubric"] == [
+        {"criterion": "States the sum", "weight": 2.0},
+        {"criterion": "Shows the working", "weight": 1.0},
+    ]
+    impl = built_impl_id(SUB, generate_code(judged, RUNNER))
+    heavier = merge_recipe(judged, {"rubric": [{**RUBRIC[0], "weight": 3}, RUBRIC[1]]})
+    assert recipe_changes(judged, heavier) == {
+        "rubric": [judged["rubric"], [{**judged["rubric"][0], "weight": 3.0}, judged["rubric"][1]]]
+    }
+    assert built_impl_id(SUB, generate_code(heavier, RUNNER)) != impl  # never a silent re-grade
+    # Graded exactly again: the rubric goes with the judge.
+    exact = merge_recipe(judged, {"grading": "exact"})
+    assert "rubric" not in exact
+    assert recipe_changes(judged, exact)["rubric"] == [judged["rubric"], None]
+
+
+def test_only_a_judge_graded_recipe_needs_a_judge() -> None:
+    from benchwright_shared.judging import uses_judge
+
+    assert not uses_judge(generate_code(check_recipe(SUMS), RUNNER))
+    judged = check_recipe({**SUMS, "grading": "judge", "rubric": RUBRIC})
+    assert uses_judge(generate_code(judged, RUNNER))
 
 
 # -- the generated code -----------------------------------------------------------------------
@@ -320,3 +371,21 @@ def test_the_runner_extracts_and_grades(
         assert result["answer"] == answer
     with pytest.raises(ValueError):
         task.score(0, output, None)
+
+
+def test_a_judge_graded_runner_asks_the_judge_with_the_rubric(load_task: Any) -> None:
+    task = load_task({**SUMS, "grading": "judge", "rubric": RUBRIC}).Task()
+    task._rows = [{"task_id": "s", "input": {"a": 5, "b": 7}, "expected": "12"}]
+    asked: list[str] = []
+
+    def judge(prompt: str, **params: Any) -> str:
+        # A scripted judge: the first criterion met, the second not.
+        asked.append(prompt)
+        return "It states 12 but shows nothing.\nCRITERION 1: YES\nCRITERION 2: NO"
+
+    task.judge = judge
+    result = task.score(0, "It is 12.", "12")
+    (prompt,) = asked
+    assert "What is 5 + 7?" in prompt and "It is 12." in prompt and "reference answer: 12" in prompt
+    assert "1. States the sum" in prompt and "2. Shows the working" in prompt
+    assert result["score"] == pytest.approx(2 / 3) and result["met"] == [True, False]

@@ -16,12 +16,16 @@ each knob means:
   ``numeric`` (equal within ``tolerance``), ``contains`` (the expected text
   appears in the answer) or ``regex`` (the expected value is a pattern the
   answer must match). A list as ``expected`` passes when any of it does.
+  ``judge``: the run's judge grades the whole reply against ``rubric`` (a list of
+  ``{"criterion", "weight"}``) in one call, ``bench_judge.grade_rubric``; the
+  score is the met criteria's share of the weight, a pass only when all are met.
 * ``trials``, ``aggregator``, ``run_timeout``: read by the platform (k trials per
   task, how they reduce, the per-task wall clock), not here.
 
 Runs in the sandbox with only the standard library and ``bench_task``.
 """
 
+import importlib
 import json
 import re
 from decimal import Decimal, InvalidOperation
@@ -135,10 +139,20 @@ class Task(BenchTask):
         return content if isinstance(content, str) else ""
 
     def score(self, index: int, output: str, expected: Any) -> dict[str, Any]:
-        """1.0 when the extracted answer matches the expected value (any of a list)."""
+        """1.0 when the extracted answer matches the expected value (any of a list); with
+        ``grading: judge``, the share of the rubric's weight the judge finds met."""
+        config = recipe()
+        if config["grading"] == "judge":
+            # Imported by name: the runner is every BUILT subset's, and only a recipe
+            # graded by a judge needs one (``judging.uses_judge`` reads the recipe).
+            grade_rubric = importlib.import_module("bench_judge").grade_rubric
+            question = render(config["prompt_template"], self.row_input(index))
+            if expected is not None:
+                question += f"\n\n(A reference answer: {as_text(expected)})"
+            graded: dict[str, Any] = grade_rubric(self, output, config["rubric"], question=question)
+            return graded
         if expected is None:
             raise ValueError("the row has no expected value to grade against")
-        config = recipe()
         answer = extract_answer(output, config)
         wanted = expected if isinstance(expected, list) else [expected]
         passed = answer is not None and any(grade(answer, w, config) for w in wanted)

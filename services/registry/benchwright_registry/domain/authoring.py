@@ -27,6 +27,7 @@ from eventsourcing.domain import Aggregate, event
 
 from benchwright_shared.hashing import canonical_json, fingerprint12, sha256_hex
 from benchwright_shared.ids import impl_id_for, stable_uuid
+from benchwright_shared.judging import scorer_rubric_problems
 from benchwright_shared.refusal import Refused
 
 MAX_ROWS_PER_REQUEST = 1000
@@ -156,6 +157,18 @@ def check_code(code: str, field: str = "code") -> None:
             field=field,
             code="invalid_argument",
         ) from None
+    # A model-graded scorer's rubric in its settings block: weights that cannot grade
+    # (negative, not numbers, summing to nothing) are refused before any run pays.
+    problems = scorer_rubric_problems(code)
+    if problems:
+        first = problems[0]
+        raise Refused(
+            422,
+            "invalid rubric",
+            f"{field}: {first.field}: {first.detail}",
+            field=f"{field}.{first.field}",
+            code="invalid_rubric",
+        )
 
 
 def grader_code(grader: dict[str, Any]) -> str:

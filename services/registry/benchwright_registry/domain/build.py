@@ -31,10 +31,14 @@ from benchwright_registry.domain.authoring import (
     check_rows,
 )
 from benchwright_shared.ids import impl_id_for, stable_uuid
+from benchwright_shared.judging import check_rubric
 from benchwright_shared.refusal import Refused
 
 EXTRACTIONS = ("full", "last_line", "last_number", "pattern")
-GRADINGS = ("exact", "numeric", "contains", "regex")
+GRADINGS = ("exact", "numeric", "contains", "regex", "judge")
+# Knobs a recipe holds only when it uses them, so a recipe without them keeps the code
+# (and impl id) it always had: the rubric of ``grading: judge``.
+OPTIONAL_KNOBS = ("rubric",)
 # The aggregators a generic runner can feed: majority_on votes on the extracted answer.
 RECIPE_AGGREGATORS = ("any_pass", "all_pass", "mean", "majority_on")
 MAX_RUN_TIMEOUT_S = 24 * 3600
@@ -146,9 +150,10 @@ def check_recipe(config: Mapping[str, Any]) -> dict[str, Any]:
     temperature of 0 is 0.0) so that one configuration has one spelling, and
     so one generated file.
     """
-    unknown = sorted(set(config) - set(RECIPE_DEFAULTS))
+    unknown = sorted(set(config) - set(RECIPE_DEFAULTS) - set(OPTIONAL_KNOBS))
     if unknown:
-        raise _bad(unknown[0], f"unknown knob; the recipe has {', '.join(RECIPE_DEFAULTS)}")
+        knobs = ", ".join((*RECIPE_DEFAULTS, *OPTIONAL_KNOBS))
+        raise _bad(unknown[0], f"unknown knob; the recipe has {knobs}")
     merged = {**RECIPE_DEFAULTS, **config}
     if "answer_pattern" in config and config["answer_pattern"] and "extraction" not in config:
         merged["extraction"] = "pattern"  # naming a pattern means extracting with it
@@ -177,6 +182,19 @@ def check_recipe(config: Mapping[str, Any]) -> dict[str, Any]:
         )
     if recipe["system_prompt"] == "":
         recipe["system_prompt"] = None
+    rubric: Any = merged.get("rubric")
+    if recipe["grading"] == "judge":
+        problems = check_rubric(rubric)
+        if problems:
+            raise _bad(problems[0].field, problems[0].detail)
+        recipe["rubric"] = [
+            {"criterion": c["criterion"].strip(), "weight": float(c.get("weight", 1.0))}
+            for c in rubric
+        ]
+    elif rubric is not None:
+        raise _bad(
+            "rubric", f"is read only with grading 'judge' (grading is {recipe['grading']!r})"
+        )
     return recipe
 
 
@@ -193,6 +211,8 @@ def merge_recipe(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[s
     base = dict(current)
     if patch.get("answer_pattern") and "extraction" not in patch:
         base["extraction"] = "pattern"
+    if patch.get("grading") not in (None, "judge") and "rubric" not in patch:
+        base.pop("rubric", None)  # graded otherwise now: the rubric goes with the judge
     dropped_pattern = "answer_pattern" in patch and patch["answer_pattern"] is None
     if dropped_pattern and "extraction" not in patch and base.get("extraction") == "pattern":
         base["extraction"] = RECIPE_DEFAULTS["extraction"]
@@ -201,7 +221,8 @@ def merge_recipe(current: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[s
 
 def recipe_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, list[Any]]:
     """``{knob: [old, new]}`` for every knob that differs."""
-    return {k: [old.get(k), new[k]] for k in new if old.get(k) != new[k]}
+    keys = [*new, *(k for k in old if k not in new)]
+    return {k: [old.get(k), new.get(k)] for k in keys if old.get(k) != new.get(k)}
 
 
 def default_trials(recipe: Mapping[str, Any]) -> dict[str, Any]:
