@@ -121,18 +121,18 @@ def _is_count(value: object) -> TypeGuard[int]:
 def _template_chars(code: str) -> int:
     """The characters of the string literals in ``solve`` (f-strings' fixed parts too)."""
     try:
-        tree = ast.parse(code)
+        return _function_literal_chars(ast.parse(code), "solve")
     except SyntaxError:
         return 0
-    solves = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "solve"
-    ]
+
+
+def _function_literal_chars(tree: ast.Module, function: str) -> int:
+    """The characters of the string literals in every function named ``function``."""
     return sum(
         len(node.value)
-        for solve in solves
-        for node in ast.walk(solve)
+        for found in ast.walk(tree)
+        if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef) and found.name == function
+        for node in ast.walk(found)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     )
 
@@ -250,17 +250,6 @@ def _literal_chars(code: str, function: str) -> int:
         tree = ast.parse(code)
     except SyntaxError:
         return 0
-    found = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
-    ]
-    inside = sum(
-        len(node.value)
-        for body in found
-        for node in ast.walk(body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-    )
     constants = sum(
         len(node.value.value)
         for node in tree.body
@@ -269,7 +258,7 @@ def _literal_chars(code: str, function: str) -> int:
         and isinstance(node.value.value, str)
         and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
     )
-    return inside + constants
+    return _function_literal_chars(tree, function) + constants
 
 
 def judge_workload(

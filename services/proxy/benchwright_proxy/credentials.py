@@ -33,8 +33,7 @@ class RunCredentials:
         """Pin the account's current secret versions for the run (first attach only)."""
         current = await self._store.run(self._vault.current_versions, binding.account)
         pinned = await pin_versions(binding.run_id, current)
-        for run_id, host in [k for k in self._by_run if k[0] == binding.run_id]:
-            del self._by_run[(run_id, host)]
+        self.forget(binding.run_id)  # what was opened before the pins
         sut = SutRef.model_validate(binding.sut)
         self._by_run[(binding.run_id, upstream_host(sut))] = await self._open(binding, sut, pinned)
 

@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 from benchwright_proxy import openai_responses
 from benchwright_proxy.anthropic_messages import anthropic_error, from_chat, to_chat
 from benchwright_proxy.anthropic_messages import ready as messages_ready
+from benchwright_proxy.application import model_id_for
 from benchwright_proxy.calls import RecentCalls, call_key
 from benchwright_proxy.ceilings import Attribution, TaskSpend, attribution, reached, stamp
 from benchwright_proxy.domain import Caller, InvalidProxyKeyError, ModelBinding, Role
@@ -154,11 +155,7 @@ class _Call:
             CallRecord(
                 run_id=self.binding.run_id,
                 account=self.binding.account,
-                model_id=(
-                    self.binding.model_id
-                    if self.role == "model"
-                    else f"{self.sut.provider}/{self.sut.model}"
-                ),
+                model_id=model_id_for(self.sut),
                 provider=self.sut.provider,
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),

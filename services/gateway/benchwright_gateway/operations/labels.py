@@ -150,7 +150,7 @@ async def measure(ports: LabelPorts, account: str, run_id: str) -> Agreement:
     """The run's grader against people's labels of its latest sweep, and its corrected
     pass rate or mean score."""
     graded = await graded_run(ports, account, run_id)
-    records = await _records(ports, graded)
+    records = _records(graded, await ports.labels(run_id, graded.invocation))
     figures = agreement(graded.scale, graded.units, records)
     return Agreement(
         run_id=run_id,
@@ -179,10 +179,11 @@ async def corrected_summary(ports: LabelPorts, run: RunRow) -> CorrectedFigure |
     error as people's labels measure it (prediction-powered inference); None while no
     label of its latest sweep is on its grader's scale, so an unlabelled run costs one
     query of the labels table."""
-    if not await ports.labels(str(run["run_id"])):
+    labels = await ports.labels(str(run["run_id"]))
+    if not labels:
         return None
     found = await graded(ports, run)
-    records = await _records(ports, found)
+    records = _records(found, [r for r in labels if int(r["invocation"]) == found.invocation])
     if not records:
         return None
     figures = agreement(found.scale, found.units, records)
@@ -191,9 +192,8 @@ async def corrected_summary(ports: LabelPorts, run: RunRow) -> CorrectedFigure |
     return CorrectedFigure.model_validate(figures.corrected.model_dump())
 
 
-async def _records(ports: LabelPorts, found: GradedRun) -> list[LabelRecord]:
-    """People's labels of the run's latest sweep on its grader's scale."""
-    labels = await ports.labels(str(found.run["run_id"]), found.invocation)
+def _records(found: GradedRun, labels: list[RunRow]) -> list[LabelRecord]:
+    """People's labels (of the run's latest sweep) on its grader's scale."""
     return [
         LabelRecord(
             index=int(r["idx"]),

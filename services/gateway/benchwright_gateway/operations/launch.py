@@ -74,24 +74,44 @@ async def fork(
     key = key or body.idempotency_key
 
     async def start(child_id: str) -> LaunchRun:
-        return LaunchRun(
-            command_id=f"launch:{child_id}",
-            run_id=child_id,
-            account=account,
+        return derived_run(
+            child_id,
+            account,
+            parent,
+            key,
+            body.limits,
             mode="fork",
-            parent_run_id=run_id,
             fork={"description": body.description, "from_phase": body.from_phase},
             sut=_sut(body.sut),
             driver=body.driver or parent.get("driver"),
             compute=body.compute,
-            limits=body.limits or json.loads(parent.get("limits") or "{}"),
-            metadata=json.loads(parent.get("metadata") or "{}"),
-            idempotency_key=key,
-            requested_at=datetime.now(UTC),
         )
 
     payload = {"fork_of": run_id, **body.model_dump(mode="json", exclude={"idempotency_key"})}
     return await once(ports, account, key, payload, start)
+
+
+def derived_run(
+    child_id: str,
+    account: str,
+    parent: RunRow,
+    key: str | None,
+    limits: dict[str, Any] | None,
+    **fields: Any,
+) -> LaunchRun:
+    """The command for run ``child_id`` derived from ``parent`` (a fork, a rescore): the
+    parent's limits unless ``limits`` are given, and its metadata; ``fields`` the rest."""
+    return LaunchRun(
+        command_id=f"launch:{child_id}",
+        run_id=child_id,
+        account=account,
+        parent_run_id=parent["run_id"],
+        limits=limits or json.loads(parent.get("limits") or "{}"),
+        metadata=json.loads(parent.get("metadata") or "{}"),
+        idempotency_key=key,
+        requested_at=datetime.now(UTC),
+        **fields,
+    )
 
 
 async def estimate_command(ports: LaunchPorts, account: str, body: LaunchRequest) -> LaunchRun:

@@ -3,9 +3,8 @@ same subset (or the same one with another judge), in a new run derived from it; 
 model under test is not called (decision 0062)."""
 
 import json
-from datetime import UTC, datetime
 
-from benchwright_gateway.operations.launch import Launched, checked_judges, once
+from benchwright_gateway.operations.launch import Launched, checked_judges, derived_run, once
 from benchwright_gateway.operations.runs import owned_run
 from benchwright_gateway.ports import LaunchPorts, RunRow
 from benchwright_gateway.requests import RescoreRequest
@@ -33,22 +32,19 @@ async def rescore(
     key = key or body.idempotency_key
 
     async def start(child_id: str) -> LaunchRun:
-        return LaunchRun(
-            command_id=f"launch:{child_id}",
-            run_id=child_id,
-            account=account,
+        return derived_run(
+            child_id,
+            account,
+            parent,
+            key,
+            body.limits,
             mode="rescore",
-            parent_run_id=run_id,
             impl_id=impl_id,
             # None: the parent's judges (the orchestrator takes them from its run).
             judges=judges,
             # The parent's model, dataset, selection, trials and backend come with it
             # (the orchestrator reads them from the parent's log).
             driver=parent.get("driver"),
-            limits=body.limits or json.loads(parent.get("limits") or "{}"),
-            metadata=json.loads(parent.get("metadata") or "{}"),
-            idempotency_key=key,
-            requested_at=datetime.now(UTC),
         )
 
     payload = {"rescore_of": run_id, **body.model_dump(mode="json", exclude={"idempotency_key"})}
